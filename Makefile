@@ -1,0 +1,33 @@
+# Every target installs what it needs: a venv with pinned packages and the project in editable mode.
+PY      := .venv/bin/python
+STAMP   := .venv/.installed
+JOBS    ?= $(shell nproc)
+
+.PHONY: test reproduce bench-compile bench-sim microbench gate clean-cache
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) tests
+
+reproduce: $(STAMP)
+	$(PY) -m study reproduce
+
+bench-compile: $(STAMP)
+	$(PY) -m backend.bench_compile
+
+bench-sim: $(STAMP)
+	$(PY) -m backend.sim.bench
+
+microbench: $(STAMP)
+	$(PY) -m backend.sim.microbench --chip mtia2i
+
+gate: $(STAMP)
+	$(PY) -m study gate
+
+clean-cache:
+	rm -rf $${TRITON_CACHE_DIR:-$$HOME/.triton/cache}
