@@ -1,0 +1,247 @@
+"""The Triton driver for the simulated MTIA: launcher, device interface and simulated clock.
+
+Kernel arguments are ordinary torch CPU tensors. A launch executes every program of the grid
+on the functional simulator and prices it with the timing model; the simulated time advances
+a device clock that the Event objects read, so `triton.testing.do_bench`, `triton.autotune`
+and Inductor's benchmarking measure the simulated chip, never the host's wall clock.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+
+from backend.configs import DEFAULT_CHIP, load_chip
+
+# ----------------------------------------------------------------------------- simulated clock
+
+
+@dataclass
+class KernelRecord:
+    """One simulated launch, as the study reads it back."""
+    name: str
+    grid: tuple[int, int, int]
+    chip: str
+    cycles: int
+    time_us: float
+    sim_wall_s: float
+    timing: Any = None
+
+
+@dataclass
+class _DeviceState:
+    clock_us: float = 0.0
+    chip: str = os.environ.get("MTIA_CHIP", DEFAULT_CHIP)
+    records: list[KernelRecord] = field(default_factory=list)
+    listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
+    timing: bool = True
+
+
+DEVICE = _DeviceState()
+
+
+def set_chip(name: str) -> None:
+    """Select the chip config that later compiles target and launches are priced on."""
+    load_chip(name)  # validates the name
+    DEVICE.chip = name
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[KernelRecord]]:
+    """Collect a KernelRecord for every launch inside the block."""
+    got: list[KernelRecord] = []
+    DEVICE.listeners.append(got.append)
+    try:
+        yield got
+    finally:
+        DEVICE.listeners.remove(got.append)
+
+
+class SimEvent:
+    def __init__(self, enable_timing: bool = True, **_: Any):
+        self.t_us: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self.t_us = DEVICE.clock_us
+
+    def elapsed_time(self, end: "SimEvent") -> float:
+        """Milliseconds of simulated time between two recorded events."""
+        return (end.t_us - self.t_us) / 1e3
+
+    def synchronize(self) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+
+class SimStream:
+    def __init__(self, *a: Any, **k: Any):
+        self.cuda_stream = 0
+
+    def synchronize(self) -> None:
+        pass
+
+
+class SimDeviceInterface:
+    """The subset of torch.cuda's interface that Triton and Inductor call."""
+    Event = SimEvent
+    Stream = SimStream
+
+    @staticmethod
+    def synchronize(device: Any = None) -> None:
+        pass
+
+    @staticmethod
+    def current_device() -> int:
+        return 0
+
+    @staticmethod
+    def set_device(device: Any) -> None:
+        pass
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    @contextlib.contextmanager
+    def stream(s: Any) -> Iterator[None]:
+        yield
+
+    @staticmethod
+    def current_stream(device: Any = None) -> SimStream:
+        return SimStream()
+
+    @staticmethod
+    def default_stream(device: Any = None) -> SimStream:
+        return SimStream()
+
+
+# ----------------------------------------------------------------------------- launcher
+
+class MTIALauncher:
+    def __init__(self, src: Any, metadata: Any):
+        constants = getattr(src, "constants", {}) or {}
+        signature = getattr(src, "signature", {}) or {}
+        fn = getattr(src, "fn", None)
+        arg_names = list(getattr(fn, "arg_names", list(signature.keys())))
+        self.kernel_name = metadata.name
+        # positions of the runtime arguments (constexprs are baked into the binary)
+        cexpr = {(arg_names.index(k),) if isinstance(k, str) else tuple(k) for k in constants}
+        self.keep = [i for i, n in enumerate(arg_names)
+                     if signature.get(n) != "constexpr" and (i,) not in cexpr]
+
+    def __call__(self, gridX: int, gridY: int, gridZ: int, stream: Any, function: Any, packed_metadata: Any,
+                 launch_metadata: Any, enter_hook: Any, exit_hook: Any, *args: Any) -> None:
+        if enter_hook is not None:
+            enter_hook(launch_metadata)
+        runtime_args = [args[i] for i in self.keep]
+        launch(function, (gridX, gridY, gridZ), runtime_args)
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+
+def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
+    from backend.sim.executor import execute
+    from backend.sim.timing import price_launch
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.device.type != "cpu":
+            raise ValueError(f"kernel '{program.name}': tensor argument on device {a.device}; the simulated "
+                             "MTIA reads torch CPU tensors")
+    if len(args) != len(program.params):
+        raise ValueError(f"kernel '{program.name}' takes {len(program.params)} runtime arguments, got {len(args)}")
+    for p, a in zip(program.params, args):
+        if p["kind"] == "ptr" and not isinstance(a, torch.Tensor) and not (isinstance(a, int) and a != 0):
+            raise TypeError(f"kernel '{program.name}': argument '{p['name']}' must be a tensor, got {type(a).__name__}")
+    t0 = time.perf_counter()
+    chip = load_chip(DEVICE.chip)
+    traces = execute(program, grid, args, record=DEVICE.timing)
+    timing = price_launch(program, traces, chip)
+    rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
+                       time.perf_counter() - t0, timing)
+    DEVICE.clock_us += timing.time_us
+    for fn in list(DEVICE.listeners):
+        fn(rec)
+    return rec
+
+
+class MTIAUtils:
+    def load_binary(self, name: str, kernel: bytes, shared: int, device: int) -> tuple:
+        from backend.compiler import load_program
+        program = load_program(kernel)
+        return program, program, 0, 0, 1 << 30
+
+    def unload_module(self, module: Any) -> None:
+        pass
+
+    def get_device_properties(self, device: int) -> dict:
+        chip = load_chip(DEVICE.chip)
+        return {"max_shared_mem": int(chip["local_memory"]["bytes"]),
+                "multiprocessor_count": chip["pe_grid"]["rows"] * chip["pe_grid"]["cols"],
+                "max_num_regs": 1 << 20, "warpSize": 1, "sm_clock_rate": int(chip["clock_ghz"] * 1e6),
+                "mem_clock_rate": 0, "mem_bus_width": 0}
+
+
+def simulated_bench(fn: Callable, warmup: int = 0, rep: int = 0, grad_to_none: Any = None,
+                    quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
+    """Benchmarker for the simulated chip: one run is exact, since simulated time is deterministic."""
+    start = DEVICE.clock_us
+    fn()
+    ms = (DEVICE.clock_us - start) / 1e3
+    if quantiles is not None:
+        return [ms for _ in quantiles]
+    return [ms] if return_mode == "all" else ms
+
+
+class MTIADriver(DriverBase):
+    def __init__(self) -> None:
+        super().__init__()
+        self.utils = MTIAUtils()
+        self.launcher_cls = MTIALauncher
+
+    @classmethod
+    def is_active(cls) -> bool:
+        if os.environ.get("TRITON_MTIA_DISABLE") == "1":
+            return False
+        return not torch.cuda.is_available()
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        return "void*" if ty.startswith("*") else ty
+
+    def get_current_target(self) -> GPUTarget:
+        return GPUTarget("mtia", DEVICE.chip, 1)
+
+    def get_active_torch_device(self) -> torch.device:
+        return torch.device("cpu")
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def set_current_device(self, device: int) -> None:
+        pass
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_device_interface(self) -> type:
+        return SimDeviceInterface
+
+    def get_benchmarker(self) -> Callable:
+        return simulated_bench
+
+    def get_empty_cache_for_benchmark(self) -> torch.Tensor:
+        return torch.empty(1, dtype=torch.int8)
+
+    def clear_cache(self, cache: torch.Tensor) -> None:
+        DEVICE.records.clear()

@@ -1,0 +1,1 @@
+"""MTIA language support: the libdevice implementation Triton maps kernels' calls to."""

@@ -1,0 +1,556 @@
+"""Level 3: instruction selection, tile IR -> MTIA intrinsics.
+
+One rule per tile-IR op, registered by name (`@rule("arith.addf")`). An op with no rule is
+an unsupported construct and is reported with its name and the kernel's source line. Scalar
+results go to the scalar engine; tiles go to SIMD, transcendentals to the SFU, reductions to
+the reduction engine, shape changes to the memory layout unit, `tl.dot` to the DPE.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from backend.sim.isa import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
+from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
+
+RULES: dict[str, Callable[["Emitter", Op], None]] = {}
+
+
+def rule(*names: str) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return deco
+
+
+class CompileError(UnsupportedError):
+    pass
+
+
+class Emitter:
+    def __init__(self, kernel: str, options: object):
+        self.kernel = kernel
+        self.options = options
+        self.blocks: list[list[Instr]] = [[]]
+        self.force_tile = False  # inside combine regions: scalar-typed ops run on whole tiles
+
+    def emit(self, op: str, dst: list[str], args: dict, attrs: dict | None = None, loc: str = "",
+             bodies: list[Block] | None = None) -> Instr:
+        ins = Instr(op, dst, args, attrs or {}, loc, bodies or [])
+        ins.waits = sorted(set(registers_in(list(args.values()))))
+        self.blocks[-1].append(ins)
+        return ins
+
+    def error(self, op: Op, msg: str) -> CompileError:
+        return CompileError(f"kernel '{self.kernel}' at {op.loc or '<unknown location>'}: {msg}")
+
+    def lower_region(self, region: Region, terminators: tuple[str, ...]) -> Block:
+        self.blocks.append([])
+        results: list = []
+        for op in region.ops:
+            if op.name in terminators:
+                results = [reg(v) for v in op.operands]
+                continue
+            self.lower_op(op)
+        instrs = self.blocks.pop()
+        return Block([reg(a) for a in region.args], instrs, results)
+
+    def lower_op(self, op: Op) -> None:
+        fn = RULES.get(op.name)
+        if fn is None:
+            raise self.error(op, f"operation '{op.name}' is not supported by the MTIA backend")
+        fn(self, op)
+
+    def tile(self, v: Value) -> bool:
+        return self.force_tile or v.type.is_tile
+
+
+def reg(v: Value) -> str:
+    return v.name
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+_BINARY = {
+    "arith.addi": "add", "arith.addf": "add", "arith.subi": "sub", "arith.subf": "sub",
+    "arith.muli": "mul", "arith.mulf": "mul", "arith.divf": "div", "arith.divsi": "sdiv",
+    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.remf": "frem",
+    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl",
+    "arith.shrsi": "shrs", "arith.shrui": "shru", "arith.minsi": "smin", "arith.maxsi": "smax",
+    "arith.minui": "umin", "arith.maxui": "umax", "arith.minimumf": "fmin", "arith.maximumf": "fmax",
+    "arith.minnumf": "fminnum", "arith.maxnumf": "fmaxnum", "math.powf": "pow", "math.atan2": "atan2",
+    "math.copysign": "copysign", "tt.mulhiui": "umulhi", "tt.precise_divf": "div",
+}
+_UNARY = {
+    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2", "math.log10": "log10",
+    "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
+    "tt.precise_sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
+    "math.tanh": "tanh", "math.erf": "erf", "math.erfc": "erfc", "math.absf": "abs", "math.absi": "abs",
+    "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc", "math.round": "round",
+    "math.roundeven": "rint", "arith.negf": "neg", "math.asin": "asin", "math.acos": "acos",
+    "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.asinh": "asinh",
+    "math.acosh": "acosh", "math.atanh": "atanh", "math.ctpop": "popc", "math.ctlz": "clz",
+}
+
+
+@rule(*_BINARY)
+def _binary(e: Emitter, op: Op) -> None:
+    fn = _BINARY[op.name]
+    out = op.result
+    if e.tile(out):
+        engine = "sfu" if fn in SFU_FUNCTIONS else "simd"
+        e.emit(f"{engine}.binary", [reg(out)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
+               {"fn": fn, "dtype": out.type.elem}, op.loc)
+    else:
+        e.emit("scalar.binary", [reg(out)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
+               {"fn": fn, "dtype": out.type.elem}, op.loc)
+
+
+@rule("arith.ceildivsi", "arith.floordivsi", "arith.ceildivui")
+def _divround(e: Emitter, op: Op) -> None:
+    # rare after canonicalisation; expressed through truncating division plus a correction
+    a, b = reg(op.operands[0]), reg(op.operands[1])
+    out = op.result
+    dt = out.type.elem
+    pre = "simd" if e.tile(out) else "scalar"
+    q, r, z, adj = (f"{reg(out)}.{s}" for s in ("q", "r", "z", "adj"))
+    e.emit(f"{pre}.binary", [q], {"a": a, "b": b}, {"fn": "sdiv", "dtype": dt}, op.loc)
+    e.emit(f"{pre}.binary", [r], {"a": a, "b": b}, {"fn": "srem", "dtype": dt}, op.loc)
+    e.emit(f"{pre}.cmp", [z], {"a": r, "b": 0}, {"pred": "ne", "dtype": dt}, op.loc)
+    if op.name == "arith.floordivsi":
+        # q - 1 when r != 0 and signs of r and b differ
+        sx = f"{reg(out)}.sx"
+        e.emit(f"{pre}.binary", [sx], {"a": r, "b": b}, {"fn": "xor", "dtype": dt}, op.loc)
+        neg = f"{reg(out)}.neg"
+        e.emit(f"{pre}.cmp", [neg], {"a": sx, "b": 0}, {"pred": "slt", "dtype": dt}, op.loc)
+        both = f"{reg(out)}.both"
+        e.emit(f"{pre}.binary", [both], {"a": z, "b": neg}, {"fn": "and", "dtype": "i1"}, op.loc)
+        e.emit(f"{pre}.select", [adj], {"cond": both, "a": 1, "b": 0}, {"dtype": dt}, op.loc)
+        e.emit(f"{pre}.binary", [reg(out)], {"a": q, "b": adj}, {"fn": "sub", "dtype": dt}, op.loc)
+    else:
+        e.emit(f"{pre}.select", [adj], {"cond": z, "a": 1, "b": 0}, {"dtype": dt}, op.loc)
+        e.emit(f"{pre}.binary", [reg(out)], {"a": q, "b": adj}, {"fn": "add", "dtype": dt}, op.loc)
+
+
+@rule(*_UNARY)
+def _unary(e: Emitter, op: Op) -> None:
+    fn = _UNARY[op.name]
+    out = op.result
+    attrs = {"fn": fn, "dtype": op.operands[0].type.elem}
+    if out.type.elem != op.operands[0].type.elem:
+        attrs["out_dtype"] = out.type.elem
+    if e.tile(out):
+        engine = "sfu" if fn in SFU_FUNCTIONS else "simd"
+        e.emit(f"{engine}.unary", [reg(out)], {"a": reg(op.operands[0])}, attrs, op.loc)
+    else:
+        e.emit("scalar.unary", [reg(out)], {"a": reg(op.operands[0])}, attrs, op.loc)
+
+
+@rule("math.fma")
+def _fma(e: Emitter, op: Op) -> None:
+    out = op.result
+    pre = "simd" if e.tile(out) else "scalar"
+    a, b, c = (reg(v) for v in op.operands)
+    e.emit(f"{pre}.fma", [reg(out)], {"a": a, "b": b, "c": c}, {"dtype": out.type.elem}, op.loc)
+
+
+@rule("tt.clampf")
+def _clamp(e: Emitter, op: Op) -> None:
+    x, lo, hi = (reg(v) for v in op.operands)
+    e.emit("simd.clamp", [reg(op.result)], {"x": x, "lo": lo, "hi": hi},
+           {"dtype": op.result.type.elem, "propagate_nan": op.attrs.get("propagate_nan", False)}, op.loc)
+
+
+@rule("arith.cmpi", "arith.cmpf")
+def _cmp(e: Emitter, op: Op) -> None:
+    pred = op.attrs["pred"]
+    if pred in ("false", "true"):
+        raise e.error(op, f"comparison predicate '{pred}' is not supported")
+    pre = "simd" if e.tile(op.result) else "scalar"
+    e.emit(f"{pre}.cmp", [reg(op.result)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
+           {"pred": pred, "dtype": op.operands[0].type.elem}, op.loc)
+
+
+@rule("arith.select")
+def _select(e: Emitter, op: Op) -> None:
+    c, a, b = (reg(v) for v in op.operands)
+    pre = "simd" if e.tile(op.result) else "scalar"
+    e.emit(f"{pre}.select", [reg(op.result)], {"cond": c, "a": a, "b": b},
+           {"dtype": op.result.type.elem}, op.loc)
+
+
+_CASTS = {
+    "arith.extsi": "extsi", "arith.extui": "extui", "arith.trunci": "trunci", "arith.sitofp": "sitofp",
+    "arith.uitofp": "uitofp", "arith.fptosi": "fptosi", "arith.fptoui": "fptoui", "arith.extf": "extf",
+    "arith.truncf": "truncf", "arith.bitcast": "bitcast", "tt.fp_to_fp": "fpconv", "tt.bitcast": "bitcast",
+    "arith.index_cast": "extsi", "arith.index_castui": "extui",
+}
+
+
+@rule(*_CASTS)
+def _cast(e: Emitter, op: Op) -> None:
+    src, out = op.operands[0], op.result
+    kind = _CASTS[op.name]
+    fr, to = src.type.elem, out.type.elem
+    if fr in ("ptr",) and to in ("ptr",):
+        e.emit("scalar.select" if not e.tile(out) else "simd.select", [reg(out)],
+               {"cond": True, "a": reg(src), "b": reg(src)}, {"dtype": "ptr"}, op.loc)
+        return
+    if kind == "extsi" and ITEMSIZE.get(fr, 8) > ITEMSIZE.get(to, 8):
+        kind = "trunci"
+    pre = "simd" if e.tile(out) else "scalar"
+    e.emit(f"{pre}.cast", [reg(out)], {"a": reg(src)}, {"kind": kind, "from": fr, "to": to}, op.loc)
+
+
+@rule("tt.int_to_ptr", "tt.ptr_to_int")
+def _ptrint(e: Emitter, op: Op) -> None:
+    pre = "simd" if e.tile(op.result) else "scalar"
+    kind = "extsi"
+    fr = "ptr" if op.name == "tt.ptr_to_int" else op.operands[0].type.elem
+    to = op.result.type.elem if op.name == "tt.ptr_to_int" else "ptr"
+    e.emit(f"{pre}.cast", [reg(op.result)], {"a": reg(op.operands[0])}, {"kind": kind, "from": fr, "to": to},
+           op.loc)
+
+
+# ----------------------------------------------------------------------------- values
+
+@rule("arith.constant")
+def _const(e: Emitter, op: Op) -> None:
+    out = op.result
+    if out.type.is_tile:
+        e.emit("simd.const", [reg(out)], {}, {"values": op.attrs["values"], "shape": list(out.type.shape),
+                                              "dtype": out.type.elem}, op.loc)
+    else:
+        e.emit("scalar.const", [reg(out)], {}, {"value": op.attrs["value"], "dtype": out.type.elem}, op.loc)
+
+
+@rule("ub.poison")
+def _poison(e: Emitter, op: Op) -> None:
+    out = op.result
+    if out.type.is_tile:
+        e.emit("simd.const", [reg(out)], {}, {"values": [0], "shape": list(out.type.shape),
+                                              "dtype": out.type.elem}, op.loc)
+    else:
+        e.emit("scalar.const", [reg(out)], {}, {"value": 0, "dtype": out.type.elem}, op.loc)
+
+
+@rule("tt.get_program_id")
+def _pid(e: Emitter, op: Op) -> None:
+    e.emit("scalar.pid", [reg(op.result)], {}, {"axis": op.attrs["axis"]}, op.loc)
+
+
+@rule("tt.get_num_programs")
+def _nprog(e: Emitter, op: Op) -> None:
+    e.emit("scalar.nprog", [reg(op.result)], {}, {"axis": op.attrs["axis"]}, op.loc)
+
+
+@rule("tt.make_range")
+def _range(e: Emitter, op: Op) -> None:
+    e.emit("simd.iota", [reg(op.result)], {}, {"start": op.attrs["start"], "end": op.attrs["end"]}, op.loc)
+
+
+@rule("tt.splat")
+def _splat(e: Emitter, op: Op) -> None:
+    out = op.result
+    e.emit("simd.splat", [reg(out)], {"a": reg(op.operands[0])},
+           {"shape": list(out.type.shape), "dtype": "ptr" if out.type.is_ptr else out.type.elem}, op.loc)
+
+
+@rule("tt.addptr")
+def _addptr(e: Emitter, op: Op) -> None:
+    out = op.result
+    elsize = ITEMSIZE[out.type.pointee.elem] if out.type.pointee.elem != "blockptr" else 8
+    pre = "simd" if out.type.is_tile else "scalar"
+    e.emit(f"{pre}.addptr", [reg(out)], {"base": reg(op.operands[0]), "offset": reg(op.operands[1])},
+           {"elsize": elsize}, op.loc)
+
+
+# ----------------------------------------------------------------------------- layout
+
+@rule("tt.broadcast")
+def _broadcast(e: Emitter, op: Op) -> None:
+    e.emit("mlu.broadcast", [reg(op.result)], {"a": reg(op.operands[0])},
+           {"shape": list(op.result.type.shape)}, op.loc)
+
+
+@rule("tt.expand_dims")
+def _expand(e: Emitter, op: Op) -> None:
+    e.emit("mlu.reshape", [reg(op.result)], {"a": reg(op.operands[0])},
+           {"shape": list(op.result.type.shape), "view": True}, op.loc)
+
+
+@rule("tt.reshape")
+def _reshape(e: Emitter, op: Op) -> None:
+    src, dst = op.operands[0].type.shape, op.result.type.shape
+    view = [s for s in src if s != 1] == [s for s in dst if s != 1]
+    e.emit("mlu.reshape", [reg(op.result)], {"a": reg(op.operands[0])},
+           {"shape": list(dst), "view": view}, op.loc)
+
+
+@rule("tt.trans")
+def _trans(e: Emitter, op: Op) -> None:
+    e.emit("mlu.permute", [reg(op.result)], {"a": reg(op.operands[0])}, {"order": op.attrs["order"]}, op.loc)
+
+
+@rule("tt.join")
+def _join(e: Emitter, op: Op) -> None:
+    e.emit("mlu.join", [reg(op.result)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])}, {}, op.loc)
+
+
+@rule("tt.split")
+def _split(e: Emitter, op: Op) -> None:
+    e.emit("mlu.split", [reg(r) for r in op.results], {"a": reg(op.operands[0])}, {}, op.loc)
+
+
+@rule("tt.cat")
+def _cat(e: Emitter, op: Op) -> None:
+    e.emit("mlu.cat", [reg(op.result)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])}, {}, op.loc)
+
+
+@rule("tt.gather")
+def _gather(e: Emitter, op: Op) -> None:
+    e.emit("mlu.gather", [reg(op.result)], {"src": reg(op.operands[0]), "index": reg(op.operands[1])},
+           {"axis": op.attrs["axis"]}, op.loc)
+
+
+# ----------------------------------------------------------------------------- compute engines
+
+@rule("tt.dot")
+def _dot(e: Emitter, op: Op) -> None:
+    a, b, c = op.operands
+    e.emit("dpe.matmul", [reg(op.result)], {"a": reg(a), "b": reg(b), "acc": reg(c)},
+           {"in_dtype": a.type.elem, "out_dtype": op.result.type.elem,
+            "input_precision": op.attrs.get("input_precision", 0)}, op.loc)
+
+
+_BUILTIN_COMBINE = {
+    "arith.addf": "sum", "arith.addi": "sum", "arith.maxnumf": "max", "arith.maximumf": "max",
+    "arith.maxsi": "max", "arith.minnumf": "min", "arith.minimumf": "min", "arith.minsi": "min",
+    "arith.xori": "xor",
+}
+
+
+def _builtin_kind(region: Region) -> str | None:
+    """sum/max/min when the combine region is one associative op of its two arguments."""
+    ops = [o for o in region.ops]
+    if len(ops) != 2 or len(region.args) != 2:
+        return None
+    body, ret = ops
+    if ret.operands != [body.results[0]] if body.results else True:
+        return None
+    if set(body.operands) != set(region.args):
+        return None
+    return _BUILTIN_COMBINE.get(body.name)
+
+
+def _combine_block(e: Emitter, region: Region, terminator: str) -> Block:
+    saved = e.force_tile
+    e.force_tile = True
+    try:
+        return e.lower_region(region, (terminator,))
+    finally:
+        e.force_tile = saved
+
+
+@rule("tt.reduce")
+def _reduce(e: Emitter, op: Op) -> None:
+    region = op.regions[0]
+    kind = _builtin_kind(region) if len(op.operands) == 1 and getattr(e.options, "use_reduction_engine", True) \
+        else None
+    attrs = {"axis": op.attrs["axis"]}
+    bodies = []
+    if kind:
+        attrs["kind"] = kind
+    else:
+        bodies = [_combine_block(e, region, "tt.reduce.return")]
+    e.emit("re.reduce", [reg(r) for r in op.results], {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc,
+           bodies)
+
+
+@rule("tt.scan")
+def _scan(e: Emitter, op: Op) -> None:
+    region = op.regions[0]
+    kind = _builtin_kind(region) if len(op.operands) == 1 else None
+    attrs = {"axis": op.attrs["axis"], "reverse": op.attrs.get("reverse", False)}
+    bodies = []
+    if kind == "sum":
+        attrs["kind"] = "sum"
+    else:
+        bodies = [_combine_block(e, region, "tt.scan.return")]
+    e.emit("re.scan", [reg(r) for r in op.results], {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc,
+           bodies)
+
+
+@rule("tt.histogram")
+def _histogram(e: Emitter, op: Op) -> None:
+    args = {"a": reg(op.operands[0]), "mask": reg(op.operands[1]) if len(op.operands) > 1 else None}
+    e.emit("re.histogram", [reg(op.result)], args,
+           {"bins": op.result.type.shape[0], "dtype": op.result.type.elem}, op.loc)
+
+
+# ----------------------------------------------------------------------------- memory (unstructured)
+
+def _opt(op: Op, i: int) -> str | None:
+    return reg(op.operands[i]) if len(op.operands) > i else None
+
+
+@rule("tt.load")
+def _load(e: Emitter, op: Op) -> None:
+    ptr = op.operands[0]
+    if ptr.type.elem == "blockptr":
+        raise e.error(op, "internal: block-pointer load was not structured by pointer analysis")
+    e.emit("scalar.load", [reg(op.result)], {"addr": reg(ptr), "mask": _opt(op, 1), "other": _opt(op, 2)},
+           {"dtype": op.result.type.elem}, op.loc)
+
+
+@rule("tt.store")
+def _store(e: Emitter, op: Op) -> None:
+    ptr = op.operands[0]
+    if ptr.type.elem == "blockptr":
+        raise e.error(op, "internal: block-pointer store was not structured by pointer analysis")
+    e.emit("scalar.store", [], {"addr": reg(ptr), "value": reg(op.operands[1]), "mask": _opt(op, 2)},
+           {"dtype": op.operands[1].type.elem}, op.loc)
+
+
+_RMW = {"add": "add", "fadd": "fadd", "max": "max", "min": "min", "umax": "umax", "umin": "umin",
+        "and": "and", "or": "or", "xor": "xor", "exch": "exch"}
+
+
+@rule("tt.atomic_rmw")
+def _atomic_rmw(e: Emitter, op: Op) -> None:
+    kind = op.attrs["kind"]
+    if kind not in _RMW:
+        raise e.error(op, f"atomic '{kind}' is not supported")
+    e.emit("dma_out.atomic", [reg(op.result)] if op.results else [],
+           {"addr": reg(op.operands[0]), "value": reg(op.operands[1]), "mask": _opt(op, 2)},
+           {"kind": _RMW[kind], "dtype": op.operands[1].type.elem}, op.loc)
+
+
+@rule("tt.atomic_cas")
+def _atomic_cas(e: Emitter, op: Op) -> None:
+    e.emit("dma_out.atomic", [reg(op.result)],
+           {"addr": reg(op.operands[0]), "cmp": reg(op.operands[1]), "value": reg(op.operands[2]), "mask": None},
+           {"kind": "cas", "dtype": op.operands[2].type.elem}, op.loc)
+
+
+# structured DMA ops produced by the pointer/mask analysis (backend/passes/structure.py)
+
+def _desc_args(op: Op) -> dict:
+    d = op.attrs["_desc"]
+    return {"base": d["base"], "offset": d["offset"], "strides": d["strides"], "lo": d["lo"], "hi": d["hi"]}
+
+
+@rule("mtia.dma_load")
+def _dma_load(e: Emitter, op: Op) -> None:
+    args = _desc_args(op)
+    args["other"] = op.attrs["_desc"].get("other")
+    args["mask"] = op.attrs["_desc"].get("mask")
+    e.emit("dma_in.load", [reg(op.result)], args, {"shape": list(op.result.type.shape or []),
+                                                   "dtype": op.result.type.elem}, op.loc)
+
+
+@rule("mtia.dma_store")
+def _dma_store(e: Emitter, op: Op) -> None:
+    args = _desc_args(op)
+    args["value"] = op.attrs["_desc"]["value"]
+    args["mask"] = op.attrs["_desc"].get("mask")
+    e.emit("dma_out.store", [], args, {"shape": op.attrs["shape"], "dtype": op.attrs["dtype"]}, op.loc)
+
+
+@rule("mtia.gather")
+def _dma_gather(e: Emitter, op: Op) -> None:
+    d = op.attrs["_desc"]
+    e.emit("dma_in.gather", [reg(op.result)], {"base": d["base"], "offsets": d["offsets"], "mask": d.get("mask"),
+                                               "other": d.get("other")},
+           {"dtype": op.result.type.elem, "run": op.attrs.get("run", 1)}, op.loc)
+
+
+@rule("mtia.scatter")
+def _dma_scatter(e: Emitter, op: Op) -> None:
+    d = op.attrs["_desc"]
+    e.emit("dma_out.scatter", [], {"base": d["base"], "offsets": d["offsets"], "mask": d.get("mask"),
+                                   "value": d["value"]}, {"dtype": op.attrs["dtype"], "run": op.attrs.get("run", 1)},
+           op.loc)
+
+
+# ----------------------------------------------------------------------------- control flow
+
+@rule("scf.for")
+def _for(e: Emitter, op: Op) -> None:
+    lb, ub, step, *inits = op.operands
+    body = e.lower_region(op.regions[0], ("scf.yield",))
+    e.emit("ctl.for", [reg(r) for r in op.results],
+           {"lb": reg(lb), "ub": reg(ub), "step": reg(step), "inits": [reg(v) for v in inits]},
+           {"stages": op.attrs.get("stages", 1)}, op.loc, [body])
+
+
+@rule("scf.if")
+def _if(e: Emitter, op: Op) -> None:
+    then = e.lower_region(op.regions[0], ("scf.yield",))
+    els = e.lower_region(op.regions[1], ("scf.yield",)) if len(op.regions) > 1 else Block([], [], [])
+    e.emit("ctl.if", [reg(r) for r in op.results], {"cond": reg(op.operands[0])}, {}, op.loc, [then, els])
+
+
+@rule("scf.while")
+def _while(e: Emitter, op: Op) -> None:
+    before = e.lower_region(op.regions[0], ("scf.condition",))
+    after = e.lower_region(op.regions[1], ("scf.yield",))
+    e.emit("ctl.while", [reg(r) for r in op.results], {"inits": [reg(v) for v in op.operands]}, {}, op.loc,
+           [before, after])
+
+
+@rule("tt.assert")
+def _assert(e: Emitter, op: Op) -> None:
+    e.emit("ctl.assert", [], {"cond": reg(op.operands[0])}, {"message": op.attrs.get("message", "")}, op.loc)
+
+
+@rule("tt.print")
+def _print(e: Emitter, op: Op) -> None:
+    e.emit("ctl.print", [], {"values": [reg(v) for v in op.operands]}, {"prefix": op.attrs.get("prefix", "")},
+           op.loc)
+
+
+@rule("tt.return")
+def _return(e: Emitter, op: Op) -> None:
+    pass
+
+
+@rule("tt.extern_elementwise")
+def _extern(e: Emitter, op: Op) -> None:
+    from backend.language.libdevice import lower_extern
+    lower_extern(e, op)
+
+
+# ----------------------------------------------------------------------------- driver
+
+def select(fn: Function, options: object, buffers: dict, local_mem_bytes: int, params: list[dict],
+           meta: dict) -> Program:
+    e = Emitter(fn.name, options)
+    body = e.lower_region(fn.body, ("tt.return",))
+    return Program(fn.name, params, body, buffers, local_mem_bytes, meta)
+
+
+def print_program(p: Program) -> str:
+    out = [f"mtia.program @{p.name}  // local memory {p.local_mem_bytes} B of one PE"]
+    for prm in p.params:
+        out.append(f"  param {prm['reg']}: {prm['kind']} {prm.get('dtype', '')}")
+    for r, b in sorted(p.buffers.items(), key=lambda kv: kv[1].offset):
+        cp = f" x{b.copies}" if b.copies > 1 else ""
+        out.append(f"  buffer {r}: {b.dtype}{list(b.shape)} @local+{b.offset} ({b.nbytes} B{cp})")
+    _print_block(p.body, 1, out)
+    return "\n".join(out) + "\n"
+
+
+def _print_block(b: Block, depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    for ins in b.instrs:
+        dst = ", ".join(ins.dst)
+        lhs = f"{dst} = " if dst else ""
+        args = ", ".join(f"{k}={v}" for k, v in ins.args.items() if v is not None and v != [])
+        attrs = ", ".join(f"{k}={v}" for k, v in ins.attrs.items())
+        out.append(f"{pad}{lhs}[{ins.engine}] {ins.op} {args}" + (f" {{{attrs}}}" if attrs else ""))
+        for i, body in enumerate(ins.bodies):
+            out.append(f"{pad}  ^body{i}({', '.join(body.params)}):")
+            _print_block(body, depth + 2, out)
+            if body.results:
+                out.append(f"{pad}    yield {', '.join(map(str, body.results))}")

@@ -1,0 +1,1 @@
+"""Tile-IR passes: pointer analysis, mask analysis, DMA structuring, dead-code elimination."""

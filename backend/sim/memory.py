@@ -1,0 +1,427 @@
+"""Global memory of a launch: the storage of every tensor argument, addressed by byte.
+
+Pointers in the simulated kernel are integer byte addresses. Every access is checked against
+the storage of the tensor it falls in; an access outside every argument is an error naming the
+kernel, the source line and the offending element offsets, never a silent read.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import torch
+
+from backend.sim.isa import ITEMSIZE, TORCH_DTYPE, ExecState, Instr, SimulationError
+
+
+@dataclass
+class Region:
+    start: int
+    nbytes: int
+    raw: torch.Tensor  # flat uint8 view of the storage
+    name: str
+    index: int
+
+    def typed(self, dtype: str) -> torch.Tensor:
+        size = ITEMSIZE[dtype]
+        usable = self.nbytes - self.nbytes % size
+        t = self.raw[:usable]
+        if dtype == "i1":
+            return t.view(torch.bool)
+        return t.view(TORCH_DTYPE[dtype])
+
+
+class OutOfBounds(SimulationError):
+    pass
+
+
+def _filled(shape, other, dtype: str) -> torch.Tensor:
+    """A tile of `shape` holding `other` (a scalar or a tile) where masked-off elements go."""
+    tdt = TORCH_DTYPE[dtype]
+    if isinstance(other, torch.Tensor):
+        return other.to(tdt).expand(shape).clone()
+    return torch.full(shape, other if other is not None else 0, dtype=tdt)
+
+
+class GlobalMemory:
+    """The tensors of one launch, plus cost bookkeeping per region (bytes read and written)."""
+
+    def __init__(self, tensors: list[tuple[str, torch.Tensor]]):
+        by_start: dict[int, Region] = {}
+        for name, t in tensors:
+            s = t.untyped_storage()
+            start, nbytes = s.data_ptr(), s.nbytes()
+            if start in by_start:
+                continue
+            raw = torch.empty(0, dtype=torch.uint8).set_(s, 0, (nbytes,))
+            by_start[start] = Region(start, nbytes, raw, name, len(by_start))
+        self.regions = sorted(by_start.values(), key=lambda r: r.start)
+        self._starts = [r.start for r in self.regions]
+        self._typed: dict[tuple[int, str], torch.Tensor] = {}
+
+    # ------------------------------------------------------------------ lookup
+
+    def region_of(self, addr: int, st: ExecState, ins: Instr) -> Region:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            r = self.regions[i]
+            if addr < r.start + max(r.nbytes, 1):
+                return r
+        raise OutOfBounds(st.kernel, ins.loc,
+                          f"address {addr:#x} is outside the memory of every tensor argument")
+
+    def typed(self, r: Region, dtype: str) -> torch.Tensor:
+        key = (r.index, dtype)
+        t = self._typed.get(key)
+        if t is None:
+            t = self._typed[key] = r.typed(dtype)
+        return t
+
+    def _element_index(self, r: Region, addr: int, dtype: str, st: ExecState, ins: Instr) -> int:
+        off = addr - r.start
+        size = ITEMSIZE[dtype]
+        if off % size:
+            raise SimulationError(st.kernel, ins.loc,
+                                  f"misaligned {dtype} access: byte offset {off} into '{r.name}' "
+                                  f"is not a multiple of {size}")
+        return off // size
+
+    def _check(self, idx: torch.Tensor, n: int, r: Region, base_idx: int, st: ExecState, ins: Instr) -> None:
+        if idx.numel() == 0:
+            return
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            bad = idx[(idx < 0) | (idx >= n)]
+            rel = (bad - base_idx)[:8].tolist()
+            raise OutOfBounds(st.kernel, ins.loc,
+                              f"out-of-bounds access to '{r.name}' ({n} elements): element offsets "
+                              f"{rel} from the base pointer fall outside it; mask them or fix the index")
+
+    # ------------------------------------------------------------------ structured DMA
+
+    def _descriptor(self, st: ExecState, ins: Instr):
+        a = ins.args
+        dtype = ins.attrs["dtype"]
+        shape = ins.attrs["shape"]
+        base = int(st.v(a["base"]))
+        r = self.region_of(base, st, ins)
+        base_idx = self._element_index(r, base, dtype, st, ins)
+        idx0 = base_idx + int(st.v(a["offset"]))
+        strides = [int(st.v(s)) for s in a["strides"]]
+        box = []
+        for d, n in enumerate(shape):
+            lo = a["lo"][d] if a.get("lo") else None
+            hi = a["hi"][d] if a.get("hi") else None
+            lo = 0 if lo is None else max(0, int(st.v(lo)))
+            hi = n if hi is None else min(n, int(st.v(hi)))
+            box.append((lo, max(lo, hi)))
+        return r, dtype, shape, base_idx, idx0, strides, box
+
+    def _index_tile(self, shape, idx0, strides) -> torch.Tensor:
+        idx = torch.full(shape, idx0, dtype=torch.int64) if shape else torch.tensor(idx0)
+        for d, (n, s) in enumerate(zip(shape, strides)):
+            if s and n > 1:
+                view = [1] * len(shape)
+                view[d] = n
+                idx = idx + torch.arange(n, dtype=torch.int64).mul_(s).view(view)
+        return idx
+
+    def _box_mask(self, shape, box) -> torch.Tensor | None:
+        if all(lo == 0 and hi == n for (lo, hi), n in zip(box, shape)):
+            return None
+        m = torch.zeros(shape, dtype=torch.bool)
+        m[tuple(slice(lo, hi) for lo, hi in box)] = True
+        return m
+
+    def dma_read(self, st: ExecState, ins: Instr) -> dict:
+        r, dtype, shape, base_idx, idx0, strides, box = self._descriptor(st, ins)
+        typed = self.typed(r, dtype)
+        mask_reg = ins.args.get("mask")
+        mask = st.v(mask_reg) if mask_reg is not None else None
+        other = st.v(ins.args.get("other"))
+        tdt = TORCH_DTYPE[dtype]
+        empty_box = any(hi <= lo for lo, hi in box)
+        sub_shape = [hi - lo for lo, hi in box]
+        start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+        n_valid = 0
+        if mask is None and not empty_box and all(s >= 0 for s in strides):
+            last = start + sum((n - 1) * s for n, s in zip(sub_shape, strides))
+            if start < 0 or last >= typed.numel():
+                self._check(self._index_tile(sub_shape, start, strides), typed.numel(), r, base_idx, st, ins)
+            block = typed.as_strided(sub_shape, strides, start)
+            if sub_shape == list(shape):
+                out = block.clone()
+            else:
+                out = _filled(shape, other, dtype)
+                out[tuple(slice(lo, hi) for lo, hi in box)] = block
+            n_valid = block.numel()
+        elif empty_box:
+            out = _filled(shape, other, dtype)
+        else:
+            idx = self._index_tile(shape, idx0, strides)
+            valid = self._box_mask(shape, box)
+            if mask is not None:
+                m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
+                valid = m.expand(shape) if valid is None else (valid & m)
+            out = _filled(shape, other, dtype)
+            if valid is None:
+                self._check(idx, typed.numel(), r, base_idx, st, ins)
+                out = typed[idx]
+            else:
+                sel = idx[valid]
+                self._check(sel, typed.numel(), r, base_idx, st, ins)
+                out[valid] = typed[sel]
+            n_valid = int(valid.sum()) if valid is not None else idx.numel()
+        st.r[ins.dst[0]] = out if shape else out.item()
+        return self._dma_cost(r, dtype, n_valid, shape, strides, start, sub_shape)
+
+    def dma_write(self, st: ExecState, ins: Instr) -> dict:
+        r, dtype, shape, base_idx, idx0, strides, box = self._descriptor(st, ins)
+        typed = self.typed(r, dtype)
+        value = st.v(ins.args["value"])
+        tdt = TORCH_DTYPE[dtype]
+        value = value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)
+        if shape and value.shape != tuple(shape):
+            value = value.expand(shape)
+        mask_reg = ins.args.get("mask")
+        mask = st.v(mask_reg) if mask_reg is not None else None
+        sub_shape = [hi - lo for lo, hi in box]
+        start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+        n_valid = 0
+        if any(hi <= lo for lo, hi in box):
+            pass
+        elif mask is None and all(s > 0 for s in strides) and _non_overlapping(sub_shape, strides):
+            last = start + sum((n - 1) * s for n, s in zip(sub_shape, strides))
+            if start < 0 or last >= typed.numel():
+                self._check(self._index_tile(sub_shape, start, strides), typed.numel(), r, base_idx, st, ins)
+            block = typed.as_strided(sub_shape, strides, start)
+            block.copy_(value[tuple(slice(lo, hi) for lo, hi in box)] if shape else value)
+            n_valid = block.numel()
+        else:
+            idx = self._index_tile(shape, idx0, strides)
+            valid = self._box_mask(shape, box)
+            if mask is not None:
+                m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
+                valid = m.expand(shape) if valid is None else (valid & m)
+            if valid is None:
+                sel, vals = idx.reshape(-1), value.reshape(-1)
+            else:
+                sel, vals = idx[valid], value[valid]
+            self._check(sel, typed.numel(), r, base_idx, st, ins)
+            typed[sel] = vals  # duplicates: the last element in order wins, as one DMA would write
+            n_valid = sel.numel()
+        return self._dma_cost(r, dtype, n_valid, shape, strides, start, sub_shape)
+
+    @staticmethod
+    def _dma_cost(r: Region, dtype: str, n: int, shape, strides, start: int, sub_shape) -> dict:
+        size = ITEMSIZE[dtype]
+        inner = sub_shape[-1] if sub_shape and strides and strides[-1] == 1 else 1
+        runs = (n + inner - 1) // inner if inner else 0
+        return {"bytes": n * size, "elements": n, "runs": runs, "run_bytes": inner * size,
+                "region": r.index, "addr": r.start + start * size, "aligned32": (r.start + start * size) % 32 == 0}
+
+    # ------------------------------------------------------------------ index-driven DMA
+
+    def gather(self, st: ExecState, ins: Instr) -> dict:
+        dtype = ins.attrs["dtype"]
+        base = int(st.v(ins.args["base"]))
+        r = self.region_of(base, st, ins)
+        base_idx = self._element_index(r, base, dtype, st, ins)
+        offs = st.v(ins.args["offsets"])
+        offs = offs.to(torch.int64) if isinstance(offs, torch.Tensor) else torch.tensor(int(offs))
+        idx = offs + base_idx
+        typed = self.typed(r, dtype)
+        mask = st.v(ins.args.get("mask"))
+        other = st.v(ins.args.get("other"))
+        if mask is None:
+            self._check(idx, typed.numel(), r, base_idx, st, ins)
+            out = typed[idx]
+            n = idx.numel()
+        else:
+            m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
+            m = m.expand(idx.shape)
+            out = _filled(idx.shape, other, dtype)
+            sel = idx[m]
+            self._check(sel, typed.numel(), r, base_idx, st, ins)
+            out[m] = typed[sel]
+            n = sel.numel()
+        st.r[ins.dst[0]] = out if out.dim() else out.item()
+        run = ins.attrs.get("run", 1)
+        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": (n + run - 1) // run,
+                "run_bytes": run * ITEMSIZE[dtype], "region": r.index, "indexed": True}
+
+    def scatter(self, st: ExecState, ins: Instr) -> dict:
+        dtype = ins.attrs["dtype"]
+        base = int(st.v(ins.args["base"]))
+        r = self.region_of(base, st, ins)
+        base_idx = self._element_index(r, base, dtype, st, ins)
+        offs = st.v(ins.args["offsets"])
+        offs = offs.to(torch.int64) if isinstance(offs, torch.Tensor) else torch.tensor(int(offs))
+        idx = offs + base_idx
+        typed = self.typed(r, dtype)
+        value = st.v(ins.args["value"])
+        tdt = TORCH_DTYPE[dtype]
+        value = (value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)).expand(idx.shape)
+        mask = st.v(ins.args.get("mask"))
+        if mask is not None:
+            m = (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(idx.shape)
+            idx, value = idx[m], value[m]
+        idx, value = idx.reshape(-1), value.reshape(-1)
+        self._check(idx, typed.numel(), r, base_idx, st, ins)
+        typed[idx] = value
+        run = ins.attrs.get("run", 1)
+        n = idx.numel()
+        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": (n + run - 1) // run,
+                "run_bytes": run * ITEMSIZE[dtype], "region": r.index, "indexed": True}
+
+    # ------------------------------------------------------------------ scalar fallback path
+
+    def _resolve_addresses(self, addr: torch.Tensor, dtype: str, st: ExecState, ins: Instr):
+        """Split a tile of byte addresses into (region, element index) groups."""
+        flat = addr.reshape(-1)
+        if flat.numel() == 0:
+            return []
+        lo = int(flat.min())
+        r = self.region_of(lo, st, ins)
+        size = ITEMSIZE[dtype]
+        if int(flat.max()) + size <= r.start + r.nbytes:
+            rel = flat - r.start
+            if bool((rel % size != 0).any()):
+                raise SimulationError(st.kernel, ins.loc, f"misaligned {dtype} access into '{r.name}'")
+            return [(r, torch.arange(flat.numel()), rel // size)]
+        starts = torch.tensor(self._starts, dtype=torch.int64)
+        which = torch.searchsorted(starts, flat, right=True) - 1
+        groups = []
+        for i in torch.unique(which).tolist():
+            sel = torch.nonzero(which == i).reshape(-1)
+            if i < 0:
+                raise OutOfBounds(st.kernel, ins.loc, f"address {int(flat[sel[0]]):#x} is outside every tensor argument")
+            reg = self.regions[i]
+            rel = flat[sel] - reg.start
+            if bool((rel + size > reg.nbytes).any()):
+                bad = int(flat[sel][rel + size > reg.nbytes][0])
+                raise OutOfBounds(st.kernel, ins.loc,
+                                  f"out-of-bounds access: address {bad:#x} is past the end of '{reg.name}'")
+            groups.append((reg, sel, rel // size))
+        return groups
+
+    def load_addresses(self, st: ExecState, ins: Instr) -> dict:
+        dtype = ins.attrs["dtype"]
+        addr = st.v(ins.args["addr"])
+        scalar = not isinstance(addr, torch.Tensor)
+        addr_t = torch.tensor([int(addr)]) if scalar else addr
+        mask = st.v(ins.args.get("mask"))
+        other = st.v(ins.args.get("other"))
+        out = _filled(addr_t.shape, other, dtype).reshape(-1)
+        flat = addr_t.reshape(-1)
+        keep = None
+        if mask is not None:
+            m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
+            keep = torch.nonzero(m.expand(addr_t.shape).reshape(-1)).reshape(-1)
+            flat = flat[keep]
+        n = 0
+        for reg, sel, idx in self._resolve_addresses(flat, dtype, st, ins):
+            pos = sel if keep is None else keep[sel]
+            out[pos] = self.typed(reg, dtype)[idx]
+            n += idx.numel()
+        out = out.reshape(addr_t.shape)
+        st.r[ins.dst[0]] = out.item() if scalar else out
+        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": n, "run_bytes": ITEMSIZE[dtype]}
+
+    def store_addresses(self, st: ExecState, ins: Instr) -> dict:
+        dtype = ins.attrs["dtype"]
+        addr = st.v(ins.args["addr"])
+        addr_t = torch.tensor([int(addr)]) if not isinstance(addr, torch.Tensor) else addr
+        tdt = TORCH_DTYPE[dtype]
+        value = st.v(ins.args["value"])
+        value = (value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt))
+        value = value.expand(addr_t.shape).reshape(-1)
+        flat = addr_t.reshape(-1)
+        mask = st.v(ins.args.get("mask"))
+        if mask is not None:
+            m = (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(addr_t.shape).reshape(-1)
+            flat, value = flat[m], value[m]
+        n = 0
+        for reg, sel, idx in self._resolve_addresses(flat, dtype, st, ins):
+            self.typed(reg, dtype)[idx] = value[sel]
+            n += idx.numel()
+        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": n, "run_bytes": ITEMSIZE[dtype]}
+
+    # ------------------------------------------------------------------ atomics
+
+    def atomic(self, st: ExecState, ins: Instr) -> dict:
+        dtype, kind = ins.attrs["dtype"], ins.attrs["kind"]
+        addr = st.v(ins.args["addr"])
+        scalar = not isinstance(addr, torch.Tensor)
+        addr_t = torch.tensor([int(addr)]) if scalar else addr
+        shape = addr_t.shape
+        tdt = TORCH_DTYPE[dtype]
+
+        def tile(x):
+            x = x.to(tdt) if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=tdt)
+            return x.expand(shape).reshape(-1)
+
+        value = tile(st.v(ins.args["value"]))
+        cmp = tile(st.v(ins.args["cmp"])) if kind == "cas" else None
+        mask = st.v(ins.args.get("mask"))
+        m = torch.ones(shape, dtype=torch.bool).reshape(-1) if mask is None else \
+            (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(shape).reshape(-1)
+        flat = addr_t.reshape(-1)
+        old = torch.zeros(flat.shape, dtype=tdt)
+        active = torch.nonzero(m).reshape(-1)
+        groups = self._resolve_addresses(flat[active], dtype, st, ins)
+        # element by element, in order: repeated addresses within one tile see each other's updates
+        for reg, sel, idx in groups:
+            mem = self.typed(reg, dtype)
+            for j, e in zip(sel.tolist(), idx.tolist()):
+                i = int(active[j])
+                cur = mem[e].clone()
+                old[i] = cur
+                v = value[i]
+                if kind == "cas":
+                    new = v if bool(cur == cmp[i]) else cur
+                elif kind in ("add", "fadd"):
+                    new = cur + v
+                elif kind in ("max", "umax"):
+                    new = torch.maximum(cur, v) if kind == "max" else _umax(cur, v)
+                elif kind in ("min", "umin"):
+                    new = torch.minimum(cur, v) if kind == "min" else _umin(cur, v)
+                elif kind == "and":
+                    new = cur & v
+                elif kind == "or":
+                    new = cur | v
+                elif kind == "xor":
+                    new = cur ^ v
+                elif kind == "exch":
+                    new = v
+                else:
+                    raise SimulationError(st.kernel, ins.loc, f"atomic '{kind}' is not supported")
+                mem[e] = new
+        res = old.reshape(shape)
+        if ins.dst:
+            st.r[ins.dst[0]] = res.item() if scalar else res
+        n = int(active.numel())
+        return {"bytes": 2 * n * ITEMSIZE[dtype], "elements": n, "atomics": n}
+
+
+def _umax(a, b):
+    bits = a.element_size() * 8
+    ua, ub = int(a) & ((1 << bits) - 1), int(b) & ((1 << bits) - 1)
+    return a if ua >= ub else b
+
+
+def _umin(a, b):
+    bits = a.element_size() * 8
+    ua, ub = int(a) & ((1 << bits) - 1), int(b) & ((1 << bits) - 1)
+    return a if ua <= ub else b
+
+
+def _non_overlapping(shape, strides) -> bool:
+    """True when distinct indices of the box map to distinct addresses (copy_ is then exact)."""
+    dims = sorted((s, n) for s, n in zip(strides, shape) if n > 1)
+    span = 1
+    for s, n in dims:
+        if s < span:
+            return False
+        span = s * n
+    return True
