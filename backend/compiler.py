@@ -30,6 +30,21 @@ from backend.ttir_reader import read_module
 BACKEND_VERSION = "0.1.0"
 
 
+def _source_digest() -> str:
+    """Hash of the backend's own sources: editing a pass invalidates Triton's kernel cache."""
+    import pathlib
+    h = hashlib.sha256()
+    root = pathlib.Path(__file__).parent
+    for p in sorted(root.rglob("*")):
+        if p.suffix in (".py", ".toml"):
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+SOURCE_DIGEST = _source_digest()
+
+
 @dataclass(frozen=True)
 class MTIAOptions:
     # Triton's generic launch options (num_warps has no meaning on a PE; kept for portability)
@@ -114,7 +129,7 @@ class MTIABackend(BaseBackend):
         super().__init__(target)
 
     def hash(self) -> str:
-        return f"mtia-{BACKEND_VERSION}-{self.target.arch}"
+        return f"mtia-{BACKEND_VERSION}-{SOURCE_DIGEST}-{self.target.arch}"
 
     def parse_options(self, opts: dict) -> MTIAOptions:
         names = {f.name for f in fields(MTIAOptions)}

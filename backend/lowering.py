@@ -481,7 +481,7 @@ def _for(e: Emitter, op: Op) -> None:
     body = e.lower_region(op.regions[0], ("scf.yield",))
     e.emit("ctl.for", [reg(r) for r in op.results],
            {"lb": reg(lb), "ub": reg(ub), "step": reg(step), "inits": [reg(v) for v in inits]},
-           {"stages": op.attrs.get("stages", 1)}, op.loc, [body])
+           {}, op.loc, [body])
 
 
 @rule("scf.if")

@@ -1,6 +1,687 @@
-"""Placeholder: structuring of memory ops (filled in by the pointer/mask analysis)."""
+"""Pointer analysis + mask analysis: memory ops -> structured DMA, gathers, or the scalar path.
+
+For every `tt.load` / `tt.store` the pass tries, in order:
+1. structured DMA (`mtia.dma_load` / `mtia.dma_store`): the pointer tile is
+   `base + offset + sum_d idx_d * stride_d` with scalar offset and strides (affine analysis
+   of `tt.addptr` chains through splat, make_range, add, mul by uniform, expand_dims,
+   broadcast, trans), and the mask is a box `lo_d <= idx_d < hi_d` (compares of affine
+   indices with uniform bounds, combined with `&`) or an explicit mask tile. Loop-carried
+   pointer tiles advanced by a uniform amount are rewritten into scalar offsets.
+   Block pointers (`make_tensor_ptr` / `advance`) always take this path.
+2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
+   with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
+   tile is computed on the PE and drives the DMA.
+3. the scalar fallback path (the op stays `tt.load` / `tt.store`): pointers the analysis
+   cannot relate to a base (selected between tensors, loaded from memory).
+Each rewritten op records its `path`; the stage text prints it. Scalar expressions the
+descriptors need are emitted once, hoisted to the outermost region where they are defined.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 
-def run(fn, options) -> dict:
-    return {}
+from backend.passes import dce
+from backend.passes.sexpr import ONE, ZERO, SExpr
+from backend.tile_ir import Function, Op, Region, Type, UnsupportedError, Value, walk
+
+I64 = Type("i64")
+
+
+@dataclass(frozen=True)
+class Aff:
+    """An integer tile as base + sum_d idx_d * strides[d] (strides of unit dims are zero)."""
+    base: SExpr
+    strides: tuple
+
+
+@dataclass(frozen=True)
+class PtrInfo:
+    base: Value          # scalar pointer register
+    offset: SExpr        # scalar element offset from base
+    aff: Aff | None      # tile offsets (None for a scalar pointer)
+
+
+@dataclass(frozen=True)
+class BlockInfo:
+    base: Value
+    shape: tuple
+    strides: tuple
+    offsets: tuple
+
+
+@dataclass
+class Box:
+    """Per dim: lists of lower / upper bounds (all must hold)."""
+    lo: list = field(default_factory=list)
+    hi: list = field(default_factory=list)
+
+
+def _norm(strides, shape) -> tuple:
+    return tuple(ZERO if n == 1 else s for s, n in zip(strides, shape))
+
+
+class Structurer:
+    def __init__(self, fn: Function, options: object):
+        self.fn = fn
+        self.options = options
+        self.defs: dict[Value, Op] = {}
+        self.region_of_op: dict[int, Region] = {}
+        self.parent_of_region: dict[int, Op | None] = {}
+        self.def_region: dict[Value, Region] = {}
+        self._aff: dict[Value, Aff | None] = {}
+        self._ptr: dict[Value, PtrInfo | None] = {}
+        self._blk: dict[Value, BlockInfo | None] = {}
+        self.promoted: dict[Value, PtrInfo | BlockInfo] = {}
+        self.inserts: dict[tuple[int, int], list[Op]] = {}
+        self.emitted: dict[tuple[int, SExpr], Value] = {}
+        self.report: dict[str, int] = {}
+        self._index(fn.body, None)
+
+    # ------------------------------------------------------------------ structure maps
+
+    def _index(self, region: Region, parent: Op | None) -> None:
+        self.parent_of_region[id(region)] = parent
+        for a in region.args:
+            self.def_region[a] = region
+        for op in region.ops:
+            self.region_of_op[id(op)] = region
+            for r in op.results:
+                self.defs[r] = op
+                self.def_region[r] = region
+            for r in op.regions:
+                self._index(r, op)
+
+    def _ancestors(self, region: Region) -> list[Region]:
+        chain = [region]
+        while True:
+            p = self.parent_of_region.get(id(chain[-1]))
+            if p is None:
+                return chain
+            chain.append(self.region_of_op[id(p)])
+
+    # ------------------------------------------------------------------ scalar expressions
+
+    def sexpr(self, v: Value) -> SExpr:
+        op = self.defs.get(v)
+        if op is not None and not v.type.is_tile:
+            n = op.name
+            if n == "arith.constant" and isinstance(op.attrs.get("value"), (int, bool)):
+                return SExpr.of(int(op.attrs["value"]))
+            if n == "arith.addi":
+                return self.sexpr(op.operands[0]) + self.sexpr(op.operands[1])
+            if n == "arith.subi":
+                return self.sexpr(op.operands[0]) - self.sexpr(op.operands[1])
+            if n == "arith.muli":
+                return self.sexpr(op.operands[0]) * self.sexpr(op.operands[1])
+            if n in ("arith.extsi", "arith.index_cast"):
+                return self.sexpr(op.operands[0])
+        return SExpr.of(v)
+
+    def _depth(self, e: SExpr, chain: list[Region]) -> int:
+        """How deep (0 = the use's outermost region) the values of `e` force it to live."""
+        depth = 0
+        for v in e.values:
+            r = self.def_region[v]
+            depth = max(depth, len(chain) - 1 - chain.index(r)) if r in chain else len(chain) - 1
+        return depth
+
+    def emit(self, e: SExpr | int, use_op: Op) -> Value | int:
+        """Materialise `e` as scalar ops, each part hoisted as far out as its values allow."""
+        if isinstance(e, int):
+            e = SExpr.of(e)
+        if e.is_const:
+            return e.const
+        if e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1 and len(e.terms[0][0]) == 1:
+            return e.terms[0][0][0]
+        chain = self._ancestors(self.region_of_op[id(use_op)])
+        depth = self._depth(e, chain)
+        target = chain[len(chain) - 1 - depth]
+        key = (id(target), e)
+        if key in self.emitted:
+            return self.emitted[key]
+        # the loop-invariant part is emitted outside, once
+        inner = tuple((m, c) for m, c in e.terms if self._depth(SExpr(((m, c),), 0), chain) == depth)
+        outer = SExpr(tuple(t for t in e.terms if t not in inner), e.const)
+        ops: list[Op] = []
+
+        def new(name: str, operands: list, attrs: dict | None = None) -> Value:
+            out = Value(I64)
+            ops.append(Op(name, operands, [out], attrs or {}, [], use_op.loc))
+            return out
+
+        acc: Value | None = None
+        if depth > 0 and not outer.is_const:
+            acc = self._as_value(self.emit(outer, use_op), use_op)
+            outer = ZERO
+        for mono, coeff in inner:
+            t: Value = mono[0]
+            for v in mono[1:]:
+                t = new("arith.muli", [t, v])
+            if coeff != 1:
+                t = new("arith.muli", [t, self._as_value(coeff, use_op)])
+            acc = t if acc is None else new("arith.addi", [acc, t])
+        if outer.const:
+            acc = new("arith.addi", [acc, self._as_value(outer.const, use_op)])
+        self._place(ops, target, use_op)
+        self.emitted[key] = acc
+        return acc
+
+    def _place(self, ops: list[Op], target: Region, use_op: Op) -> None:
+        anchor = use_op
+        while self.region_of_op[id(anchor)] is not target:
+            anchor = self.parent_of_region[id(self.region_of_op[id(anchor)])]
+        for o in ops:
+            self.region_of_op[id(o)] = target
+            for r in o.results:
+                self.defs[r] = o
+                self.def_region[r] = target
+        self.inserts.setdefault((id(target), id(anchor)), []).extend(ops)
+
+    def _as_value(self, x: Value | int, use_op: Op) -> Value:
+        """Integer constants become one hoisted `arith.constant` each, shared by every use."""
+        if isinstance(x, Value):
+            return x
+        top = self._ancestors(self.region_of_op[id(use_op)])[-1]
+        key = (id(top), int(x))
+        if key not in self.emitted:
+            out = Value(I64)
+            self._place([Op("arith.constant", [], [out], {"value": int(x)}, [], use_op.loc)], top, use_op)
+            self.emitted[key] = out
+        return self.emitted[key]
+
+    # ------------------------------------------------------------------ affine analysis
+
+    def aff(self, v: Value) -> Aff | None:
+        if v in self._aff:
+            return self._aff[v]
+        self._aff[v] = None  # cycle guard
+        r = self._aff_of(v)
+        self._aff[v] = r
+        return r
+
+    def _aff_of(self, v: Value) -> Aff | None:
+        if not v.type.is_tile or v.type.elem not in ("i32", "i64", "i16", "i8"):
+            return None
+        shape = v.type.shape
+        op = self.defs.get(v)
+        if op is None:
+            return None
+        n = op.name
+        zeros = tuple(ZERO for _ in shape)
+        if n == "tt.make_range":
+            return Aff(SExpr.of(op.attrs["start"]), _norm((ONE,), shape))
+        if n == "tt.splat":
+            return Aff(self.sexpr(op.operands[0]), zeros)
+        if n == "arith.constant":
+            vals = op.attrs.get("values", [])
+            return Aff(SExpr.of(int(vals[0])), zeros) if len(vals) == 1 else None
+        if n in ("arith.addi", "arith.subi", "arith.muli"):
+            a, b = self.aff(op.operands[0]), self.aff(op.operands[1])
+            if a is None or b is None:
+                return None
+            if n == "arith.addi":
+                return Aff(a.base + b.base, tuple(x + y for x, y in zip(a.strides, b.strides)))
+            if n == "arith.subi":
+                return Aff(a.base - b.base, tuple(x - y for x, y in zip(a.strides, b.strides)))
+            if all(s.is_const and s.const == 0 for s in b.strides):
+                return Aff(a.base * b.base, tuple(s * b.base for s in a.strides))
+            if all(s.is_const and s.const == 0 for s in a.strides):
+                return Aff(a.base * b.base, tuple(s * a.base for s in b.strides))
+            return None
+        if n in ("arith.extsi", "arith.index_cast", "arith.trunci", "arith.extui"):
+            return self.aff(op.operands[0])
+        return self._layout(op, self.aff(op.operands[0]) if op.operands else None, shape)
+
+    def _layout(self, op: Op, src: Aff | PtrInfo | None, shape: tuple):
+        """Shape ops applied to an affine tile (or to the affine part of a pointer tile)."""
+        if src is None:
+            return None
+        aff = src.aff if isinstance(src, PtrInfo) else src
+        if aff is None:
+            return None
+        n = op.name
+        if n == "tt.expand_dims":
+            ax = op.attrs["axis"]
+            st = list(aff.strides)
+            st.insert(ax, ZERO)
+            out = Aff(aff.base, tuple(st))
+        elif n == "tt.broadcast":
+            out = Aff(aff.base, _norm(aff.strides, op.operands[0].type.shape))
+        elif n == "tt.trans":
+            out = Aff(aff.base, tuple(aff.strides[i] for i in op.attrs["order"]))
+        elif n == "tt.reshape":
+            src_shape = op.operands[0].type.shape
+            kept = [s for s, d in zip(aff.strides, src_shape) if d != 1]
+            if [d for d in src_shape if d != 1] != [d for d in shape if d != 1]:
+                return None
+            it = iter(kept)
+            out = Aff(aff.base, tuple(ZERO if d == 1 else next(it) for d in shape))
+        else:
+            return None
+        out = Aff(out.base, _norm(out.strides, shape))
+        return replace(src, aff=out) if isinstance(src, PtrInfo) else out
+
+    # ------------------------------------------------------------------ pointer analysis
+
+    def scalar_ptr(self, v: Value) -> tuple[Value, SExpr]:
+        op = self.defs.get(v)
+        if op is not None and op.name == "tt.addptr" and not v.type.is_tile:
+            base, off = self.scalar_ptr(op.operands[0])
+            return base, off + self.sexpr(op.operands[1])
+        return v, ZERO
+
+    def ptr(self, v: Value) -> PtrInfo | None:
+        if v in self._ptr:
+            return self._ptr[v]
+        self._ptr[v] = None
+        r = self._ptr_of(v)
+        self._ptr[v] = r
+        return r
+
+    def _ptr_of(self, v: Value) -> PtrInfo | None:
+        if v in self.promoted:
+            p = self.promoted[v]
+            return p if isinstance(p, PtrInfo) else None
+        if not v.type.is_tile:
+            base, off = self.scalar_ptr(v)
+            return PtrInfo(base, off, None)
+        op = self.defs.get(v)
+        if op is None:
+            return None
+        shape = v.type.shape
+        if op.name == "tt.splat":
+            base, off = self.scalar_ptr(op.operands[0])
+            return PtrInfo(base, off, Aff(ZERO, tuple(ZERO for _ in shape)))
+        if op.name == "tt.addptr":
+            p = self.ptr(op.operands[0])
+            a = self.aff(op.operands[1])
+            if p is None or a is None or p.aff is None:
+                return None
+            return PtrInfo(p.base, p.offset, Aff(p.aff.base + a.base,
+                                                 tuple(x + y for x, y in zip(p.aff.strides, a.strides))))
+        if op.name in ("tt.expand_dims", "tt.broadcast", "tt.trans", "tt.reshape"):
+            return self._layout(op, self.ptr(op.operands[0]), shape)
+        return None
+
+    def block(self, v: Value) -> BlockInfo | None:
+        if v in self._blk:
+            return self._blk[v]
+        self._blk[v] = None
+        if v in self.promoted:
+            r = self.promoted[v]
+            r = r if isinstance(r, BlockInfo) else None
+        else:
+            op = self.defs.get(v)
+            r = None
+            if op is not None and op.name == "tt.make_tensor_ptr":
+                rank = len(v.type.pointee.shape)
+                ops = op.operands
+                base = ops[0]
+                r = BlockInfo(base, tuple(self.sexpr(x) for x in ops[1:1 + rank]),
+                              tuple(self.sexpr(x) for x in ops[1 + rank:1 + 2 * rank]),
+                              tuple(self.sexpr(x) for x in ops[1 + 2 * rank:1 + 3 * rank]))
+            elif op is not None and op.name == "tt.advance":
+                b = self.block(op.operands[0])
+                if b is not None:
+                    r = replace(b, offsets=tuple(o + self.sexpr(d) for o, d in zip(b.offsets, op.operands[1:])))
+        self._blk[v] = r
+        return r
+
+    # ------------------------------------------------------------------ loop-carried pointers
+
+    def promote_loops(self) -> None:
+        for op in list(walk(self.fn.body)):
+            if op.name == "scf.for":
+                self._promote_for(op)
+
+    def _promote_for(self, loop: Op) -> None:
+        body = loop.regions[0]
+        yield_op = body.ops[-1]
+        n_iter = len(loop.operands) - 3
+        for j in range(n_iter):
+            arg = body.args[1 + j]
+            init = loop.operands[3 + j]
+            nxt = yield_op.operands[j]
+            t = arg.type
+            if t.elem == "blockptr":
+                info0 = self.block(init)
+                if info0 is None:
+                    continue
+                if nxt is arg:
+                    self.promoted[arg] = info0
+                    continue
+                d = self.defs.get(nxt)
+                if d is None or d.name != "tt.advance" or d.operands[0] is not arg:
+                    continue
+                offs = []
+                for k, delta in enumerate(d.operands[1:]):
+                    o = self._add_iter_arg(loop, lambda acc, dl=delta: (acc, self.sexpr(dl)))
+                    offs.append(o)
+                self.promoted[arg] = replace(info0, offsets=tuple(x + SExpr.of(o[0])
+                                                                  for x, o in zip(info0.offsets, offs)))
+                res = loop.results[j]
+                self.promoted[res] = replace(info0, offsets=tuple(x + SExpr.of(o[1])
+                                                                  for x, o in zip(info0.offsets, offs)))
+            elif t.is_tile and t.is_ptr:
+                info0 = self.ptr(init)
+                if info0 is None or info0.aff is None:
+                    continue
+                d = self.defs.get(nxt)
+                if d is None or d.name != "tt.addptr" or d.operands[0] is not arg:
+                    continue
+                inc = self.aff(d.operands[1])
+                if inc is None or not all(s.is_const and s.const == 0 for s in inc.strides):
+                    continue
+                o = self._add_iter_arg(loop, lambda acc, e=inc.base: (acc, e))
+                self.promoted[arg] = replace(info0, offset=info0.offset + SExpr.of(o[0]))
+                self.promoted[loop.results[j]] = replace(info0, offset=info0.offset + SExpr.of(o[1]))
+
+    def _add_iter_arg(self, loop: Op, step) -> tuple[Value, Value]:
+        """Add an i64 iter arg starting at 0 and advanced by step(acc)[1] each iteration."""
+        body = loop.regions[0]
+        yield_op = body.ops[-1]
+        arg, res = Value(I64), Value(I64)
+        outer = self.region_of_op[id(loop)]
+        loop.operands.append(self._as_value(0, loop))
+        body.args.append(arg)
+        loop.results.append(res)
+        self.def_region[arg] = body
+        self.defs[res] = loop
+        self.def_region[res] = outer
+        _, delta = step(arg)
+        yield_op.operands.append(self._as_value(self.emit(SExpr.of(arg) + delta, yield_op), yield_op))
+        return arg, res
+
+    # ------------------------------------------------------------------ mask analysis
+
+    def box(self, m: Value) -> Box | None:
+        """Mask as a box of per-dim bounds, or None when it is not box-shaped."""
+        op = self.defs.get(m)
+        if op is None or not m.type.is_tile:
+            return None
+        rank = len(m.type.shape)
+        if op.name == "arith.constant":
+            vals = op.attrs.get("values", [])
+            if vals == [True] or vals == [1]:
+                return Box([[] for _ in range(rank)], [[] for _ in range(rank)])
+            return None
+        if op.name == "arith.andi":
+            a, b = self.box(op.operands[0]), self.box(op.operands[1])
+            if a is None or b is None:
+                return None
+            return Box([x + y for x, y in zip(a.lo, b.lo)], [x + y for x, y in zip(a.hi, b.hi)])
+        if op.name == "tt.broadcast":
+            return self.box(op.operands[0])
+        if op.name == "tt.expand_dims":
+            b = self.box(op.operands[0])
+            if b is None:
+                return None
+            ax = op.attrs["axis"]
+            b = Box(list(b.lo), list(b.hi))
+            b.lo.insert(ax, [])
+            b.hi.insert(ax, [])
+            return b
+        if op.name == "arith.cmpi":
+            pred = op.attrs["pred"]
+            a, b = self.aff(op.operands[0]), self.aff(op.operands[1])
+            if a is None or b is None or pred not in ("slt", "sle", "sgt", "sge"):
+                return None
+            # normalise to  base + s * idx_k < 0
+            d = Aff(a.base - b.base, tuple(x - y for x, y in zip(a.strides, b.strides)))
+            if pred == "sle":
+                d = Aff(d.base - ONE, d.strides)
+            elif pred == "sgt":
+                d = Aff(-d.base, tuple(-s for s in d.strides))
+            elif pred == "sge":
+                d = Aff(ONE - d.base, tuple(-s for s in d.strides))
+            dims = [k for k, s in enumerate(d.strides) if not (s.is_const and s.const == 0)]
+            if len(dims) != 1:
+                return None
+            k = dims[0]
+            s = d.strides[k]
+            lo = [[] for _ in range(rank)]
+            hi = [[] for _ in range(rank)]
+            if s.is_const and s.const == 1:
+                hi[k].append(-d.base)               # idx_k < -base
+            elif s.is_const and s.const == -1:
+                lo[k].append(d.base + ONE)          # idx_k > base
+            else:
+                return None
+            return Box(lo, hi)
+        return None
+
+    # ------------------------------------------------------------------ rewriting
+
+    def _bound(self, exprs: list, kind: str, use: Op, ops: list) -> Value | int | None:
+        if not exprs:
+            return None
+        vals = [self.emit(e, use) for e in exprs]
+        acc = vals[0]
+        for v in vals[1:]:
+            out = Value(I64)
+            a = self._as_value(acc, use)
+            b = self._as_value(v, use)
+            ops.append(Op("arith.maxsi" if kind == "lo" else "arith.minsi", [a, b], [out], {}, [], use.loc))
+            acc = out
+        return acc
+
+    @staticmethod
+    def _name(x) -> str | int | None:
+        return x.name if isinstance(x, Value) else x
+
+    def _other_operand(self, v: Value | None):
+        if v is None:
+            return None, []
+        op = self.defs.get(v)
+        if op is not None and op.name == "arith.constant" and len(op.attrs.get("values", [])) == 1:
+            return op.attrs["values"][0], []
+        return v.name, [v]
+
+    def _descriptor(self, info_base: Value, offset: SExpr, strides: tuple, box: Box | None, use: Op,
+                    pre: list) -> tuple[dict, list]:
+        vals: list = [info_base]
+        off = self.emit(offset, use)
+        st = [self.emit(s, use) for s in strides]
+        rank = len(strides)
+        lo = [self._bound(box.lo[k], "lo", use, pre) for k in range(rank)] if box else [None] * rank
+        hi = [self._bound(box.hi[k], "hi", use, pre) for k in range(rank)] if box else [None] * rank
+        for x in [off, *st, *lo, *hi]:
+            if isinstance(x, Value):
+                vals.append(x)
+        desc = {"base": info_base.name, "offset": self._name(off), "strides": [self._name(x) for x in st],
+                "lo": [self._name(x) for x in lo], "hi": [self._name(x) for x in hi]}
+        return desc, vals
+
+    def _count(self, key: str) -> None:
+        self.report[key] = self.report.get(key, 0) + 1
+
+    def rewrite(self, op: Op) -> list[Op]:
+        """Returns the ops that replace `op` (scalar prologue ops first)."""
+        n = op.name
+        if n not in ("tt.load", "tt.store"):
+            return [op]
+        ptr = op.operands[0]
+        is_load = n == "tt.load"
+        pre: list[Op] = []
+        if ptr.type.elem == "blockptr":
+            return self._rewrite_block(op, is_load, pre)
+        structured = getattr(self.options, "structured_dma", True)
+        info = self.ptr(ptr) if structured else None
+        mask = op.operands[1 if is_load else 2] if len(op.operands) > (1 if is_load else 2) else None
+        shape = list(ptr.type.shape or [])
+        if info is not None and (info.aff is not None or not ptr.type.is_tile):
+            strides = info.aff.strides if info.aff else ()
+            offset = info.offset + (info.aff.base if info.aff else ZERO)
+            box = self.box(mask) if mask is not None else None
+            desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
+            if mask is not None and box is None:
+                if not mask.type.is_tile:
+                    desc["lo"] = [None] * len(shape)
+                desc["mask"] = mask.name
+                vals.append(mask)
+            path = "dma" if mask is None or box is not None else "dma+mask"
+            if is_load:
+                other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
+                desc["other"] = other
+                vals += ov
+                new = Op("mtia.dma_load", vals, op.results, {"path": path, "desc": _fmt(desc), "_desc": desc},
+                         [], op.loc)
+                self._count("dma_load")
+            else:
+                value = op.operands[1]
+                desc["value"] = value.name
+                vals.append(value)
+                new = Op("mtia.dma_store", vals, [], {"path": path, "desc": _fmt(desc), "_desc": desc,
+                                                      "shape": shape, "dtype": value.type.elem}, [], op.loc)
+                self._count("dma_store")
+            return pre + [new]
+        gather = self._gather(op, is_load, mask) if getattr(self.options, "index_dma", True) else None
+        if gather is not None:
+            return gather
+        self._count("scalar_load" if is_load else "scalar_store")
+        op.attrs["path"] = "scalar"
+        return [op]
+
+    def _gather(self, op: Op, is_load: bool, mask: Value | None) -> list[Op] | None:
+        ptr = op.operands[0]
+        d = self.defs.get(ptr)
+        if d is None or d.name != "tt.addptr" or not ptr.type.is_tile:
+            return None
+        sp = self.defs.get(d.operands[0])
+        if sp is None or sp.name != "tt.splat":
+            return None
+        base = sp.operands[0]
+        offsets = d.operands[1]
+        run = self._run_length(offsets)
+        desc = {"base": base.name, "offsets": offsets.name, "mask": mask.name if mask is not None else None}
+        vals = [base, offsets] + ([mask] if mask is not None else [])
+        attrs = {"path": "gather", "run": run}
+        if is_load:
+            other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
+            desc["other"] = other
+            vals += ov
+            attrs.update(desc=_fmt(desc), _desc=desc)
+            self._count("gather")
+            return [Op("mtia.gather", vals, op.results, attrs, [], op.loc)]
+        value = op.operands[1]
+        desc["value"] = value.name
+        vals.append(value)
+        attrs.update(desc=_fmt(desc), _desc=desc, dtype=value.type.elem)
+        self._count("scatter")
+        return [Op("mtia.scatter", vals, [], attrs, [], op.loc)]
+
+    def _run_length(self, offsets: Value) -> int:
+        """Contiguous elements per index along the last dim (rows of an embedding gather)."""
+        shape = offsets.type.shape
+        if not shape:
+            return 1
+        op = self.defs.get(offsets)
+        if op is not None and op.name == "arith.addi":
+            for x, y in (op.operands, op.operands[::-1]):
+                a = self.aff(y)
+                if a is not None and self._const_along_last(x) and all(
+                        s.is_const and s.const == (1 if k == len(shape) - 1 else 0) for k, s in enumerate(a.strides)):
+                    return shape[-1]
+        return 1
+
+    def _const_along_last(self, v: Value, depth: int = 0) -> bool:
+        if depth > 12 or not v.type.is_tile:
+            return not v.type.is_tile
+        if v.type.shape[-1] == 1:
+            return True
+        op = self.defs.get(v)
+        if op is None:
+            return False
+        if op.name in ("tt.splat",):
+            return True
+        if op.name == "tt.broadcast":
+            return op.operands[0].type.shape[-1] == 1 or self._const_along_last(op.operands[0], depth + 1)
+        if op.name.startswith("arith.") and op.operands and all(o.type.is_tile for o in op.operands):
+            return all(self._const_along_last(o, depth + 1) for o in op.operands)
+        return False
+
+    def _rewrite_block(self, op: Op, is_load: bool, pre: list) -> list[Op]:
+        ptr = op.operands[0]
+        info = self.block(ptr)
+        if info is None:
+            raise UnsupportedError(f"kernel '{self.fn.name}' at {op.loc}: block pointer whose offsets cannot be "
+                                   "followed (advance it by scalar amounts in the loop that carries it)")
+        checked = set(op.attrs.get("boundary_check") or [])
+        rank = len(info.shape)
+        offset = ZERO
+        for o, s in zip(info.offsets, info.strides):
+            offset = offset + o * s
+        box = Box([[] for _ in range(rank)], [[] for _ in range(rank)])
+        for d in range(rank):
+            if d in checked:
+                box.lo[d].append(-info.offsets[d])
+                box.hi[d].append(info.shape[d] - info.offsets[d])
+        shape = list(ptr.type.pointee.shape)
+        strides = _norm(info.strides, shape)
+        desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
+        if is_load:
+            pad = op.attrs.get("padding")
+            desc["other"] = float("nan") if pad == 2 else 0
+            self._count("dma_load")
+            return pre + [Op("mtia.dma_load", vals, op.results, {"path": "dma", "desc": _fmt(desc), "_desc": desc},
+                             [], op.loc)]
+        value = op.operands[1]
+        desc["value"] = value.name
+        vals.append(value)
+        self._count("dma_store")
+        return pre + [Op("mtia.dma_store", vals, [], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
+                                                      "shape": shape, "dtype": value.type.elem}, [], op.loc)]
+
+    def apply(self) -> None:
+        self.promote_loops()
+        self._rewrite_region(self.fn.body)
+        self._splice(self.fn.body)
+
+    def _rewrite_region(self, region: Region) -> None:
+        out: list[Op] = []
+        for op in region.ops:
+            for r in op.regions:
+                self._rewrite_region(r)
+            new_ops = self.rewrite(op)
+            for o in new_ops:
+                self.region_of_op[id(o)] = region
+                for r in o.results:
+                    self.defs[r] = o
+            out.extend(new_ops)
+            if new_ops and new_ops[-1] is not op:
+                # the inserts recorded against the old op must move to its replacement
+                key = (id(region), id(op))
+                if key in self.inserts:
+                    self.inserts.setdefault((id(region), id(new_ops[0])), [])[:0] = self.inserts.pop(key)
+        region.ops = out
+
+    def _splice(self, region: Region) -> None:
+        out: list[Op] = []
+        for op in region.ops:
+            out.extend(self.inserts.pop((id(region), id(op)), []))
+            out.append(op)
+            for r in op.regions:
+                self._splice(r)
+        region.ops = out
+
+
+def _fmt(desc: dict) -> str:
+    parts = [f"{k}={v}" for k, v in desc.items() if v is not None and v != [] and not
+             (isinstance(v, list) and all(x is None for x in v))]
+    return ", ".join(parts)
+
+
+def run(fn: Function, options: object) -> dict:
+    s = Structurer(fn, options)
+    s.apply()
+    dce.run(fn)
+    # count what survived dead-code elimination
+    counts: dict[str, int] = {}
+    for op in walk(fn.body):
+        if op.name in ("mtia.dma_load", "mtia.dma_store", "mtia.gather", "mtia.scatter", "tt.load", "tt.store"):
+            key = {"mtia.dma_load": "dma_load", "mtia.dma_store": "dma_store", "mtia.gather": "gather",
+                   "mtia.scatter": "scatter", "tt.load": "scalar_load", "tt.store": "scalar_store"}[op.name]
+            counts[key] = counts.get(key, 0) + 1
+        elif op.name.startswith("tt.atomic"):
+            counts["atomic"] = counts.get("atomic", 0) + 1
+    return counts
