@@ -1,0 +1,1 @@
+"""The study: workload registry, runner, result schema, regression gate, model workloads."""

@@ -1,0 +1,1 @@
+"""Workload declarations, one module per op family (see study/registry.py)."""
