@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, fields
 from types import ModuleType
@@ -75,6 +76,29 @@ class MTIAOptions:
         return hashlib.sha256(key.encode()).hexdigest()
 
 
+def env_options() -> dict:
+    """Defaults from MTIA_OPTIONS="structured_dma=0,num_stages=1": how the study's ablation
+    switches compiler features off for every kernel, Inductor's included."""
+    raw = os.environ.get("MTIA_OPTIONS", "").strip()
+    if not raw:
+        return {}
+    kinds = {f.name: f.type for f in fields(MTIAOptions)}
+    out: dict = {}
+    for item in raw.split(","):
+        key, _, val = item.partition("=")
+        key = key.strip()
+        if key not in kinds:
+            raise ValueError(f"MTIA_OPTIONS: unknown option '{key}'; known: {', '.join(sorted(kinds))}")
+        kind = kinds[key]
+        if kind in ("bool", bool):
+            out[key] = val.strip().lower() in ("1", "true", "yes", "on")
+        elif kind in ("int", int):
+            out[key] = int(val)
+        else:
+            out[key] = val.strip()
+    return out
+
+
 class TileModule:
     """Output of the tile stage: the tile IR after the analysis passes."""
 
@@ -133,7 +157,7 @@ class MTIABackend(BaseBackend):
 
     def parse_options(self, opts: dict) -> MTIAOptions:
         names = {f.name for f in fields(MTIAOptions)}
-        args = {k: v for k, v in opts.items() if k in names and v is not None}
+        args = {**env_options(), **{k: v for k, v in opts.items() if k in names and v is not None}}
         if "num_stages" in args and int(args["num_stages"]) < 1:
             raise ValueError(f"num_stages must be >= 1 on MTIA, got {args['num_stages']}")
         args.setdefault("arch", str(self.target.arch))

@@ -457,20 +457,27 @@ def _dma_store(e: Emitter, op: Op) -> None:
     e.emit("dma_out.store", [], args, {"shape": op.attrs["shape"], "dtype": op.attrs["dtype"]}, op.loc)
 
 
+def _indexed_args(op: Op) -> tuple[dict, dict]:
+    d = op.attrs["_desc"]
+    args = {"base": d["base"], "offset": d["offset"], "strides": d["strides"], "resid": d["resid"],
+            "mask": d.get("mask")}
+    return args, {"views": d["views"], "run": op.attrs.get("run", 1)}
+
+
 @rule("mtia.gather")
 def _dma_gather(e: Emitter, op: Op) -> None:
-    d = op.attrs["_desc"]
-    e.emit("dma_in.gather", [reg(op.result)], {"base": d["base"], "offsets": d["offsets"], "mask": d.get("mask"),
-                                               "other": d.get("other")},
-           {"dtype": op.result.type.elem, "run": op.attrs.get("run", 1)}, op.loc)
+    args, attrs = _indexed_args(op)
+    args["other"] = op.attrs["_desc"].get("other")
+    attrs.update(dtype=op.result.type.elem, shape=list(op.result.type.shape))
+    e.emit("dma_in.gather", [reg(op.result)], args, attrs, op.loc)
 
 
 @rule("mtia.scatter")
 def _dma_scatter(e: Emitter, op: Op) -> None:
-    d = op.attrs["_desc"]
-    e.emit("dma_out.scatter", [], {"base": d["base"], "offsets": d["offsets"], "mask": d.get("mask"),
-                                   "value": d["value"]}, {"dtype": op.attrs["dtype"], "run": op.attrs.get("run", 1)},
-           op.loc)
+    args, attrs = _indexed_args(op)
+    args["value"] = op.attrs["_desc"]["value"]
+    attrs.update(dtype=op.attrs["dtype"], shape=op.attrs["shape"])
+    e.emit("dma_out.scatter", [], args, attrs, op.loc)
 
 
 # ----------------------------------------------------------------------------- control flow

@@ -7,7 +7,7 @@ For every `tt.load` / `tt.store` the pass tries, in order:
    broadcast, trans), and the mask is a box `lo_d <= idx_d < hi_d` (compares of affine
    indices with uniform bounds, combined with `&`) or an explicit mask tile. Loop-carried
    pointer tiles advanced by a uniform amount are rewritten into scalar offsets.
-   Block pointers (`make_tensor_ptr` / `advance`) always take this path.
+   (Triton 3.8 has already rewritten block pointers into such tiles and masks.)
 2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
    with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
    tile is computed on the PE and drives the DMA.
@@ -39,14 +39,7 @@ class PtrInfo:
     base: Value          # scalar pointer register
     offset: SExpr        # scalar element offset from base
     aff: Aff | None      # tile offsets (None for a scalar pointer)
-
-
-@dataclass(frozen=True)
-class BlockInfo:
-    base: Value
-    shape: tuple
-    strides: tuple
-    offsets: tuple
+    resid: tuple = ()    # (offset tile, view shape): offsets the analysis cannot structure
 
 
 @dataclass
@@ -70,8 +63,7 @@ class Structurer:
         self.def_region: dict[Value, Region] = {}
         self._aff: dict[Value, Aff | None] = {}
         self._ptr: dict[Value, PtrInfo | None] = {}
-        self._blk: dict[Value, BlockInfo | None] = {}
-        self.promoted: dict[Value, PtrInfo | BlockInfo] = {}
+        self.promoted: dict[Value, PtrInfo] = {}
         self.inserts: dict[tuple[int, int], list[Op]] = {}
         self.emitted: dict[tuple[int, SExpr], Value] = {}
         self.report: dict[str, int] = {}
@@ -259,7 +251,14 @@ class Structurer:
         else:
             return None
         out = Aff(out.base, _norm(out.strides, shape))
-        return replace(src, aff=out) if isinstance(src, PtrInfo) else out
+        if isinstance(src, PtrInfo):
+            resid = src.resid
+            if resid and n == "tt.expand_dims":
+                resid = tuple((v, view[:op.attrs["axis"]] + (1,) + view[op.attrs["axis"]:]) for v, view in resid)
+            elif resid and n != "tt.broadcast":
+                return None
+            return replace(src, aff=out, resid=resid)
+        return out
 
     # ------------------------------------------------------------------ pointer analysis
 
@@ -280,8 +279,7 @@ class Structurer:
 
     def _ptr_of(self, v: Value) -> PtrInfo | None:
         if v in self.promoted:
-            p = self.promoted[v]
-            return p if isinstance(p, PtrInfo) else None
+            return self.promoted[v]
         if not v.type.is_tile:
             base, off = self.scalar_ptr(v)
             return PtrInfo(base, off, None)
@@ -294,38 +292,18 @@ class Structurer:
             return PtrInfo(base, off, Aff(ZERO, tuple(ZERO for _ in shape)))
         if op.name == "tt.addptr":
             p = self.ptr(op.operands[0])
-            a = self.aff(op.operands[1])
-            if p is None or a is None or p.aff is None:
+            if p is None or p.aff is None:
                 return None
-            return PtrInfo(p.base, p.offset, Aff(p.aff.base + a.base,
-                                                 tuple(x + y for x, y in zip(p.aff.strides, a.strides))))
+            off = op.operands[1]
+            a = self.aff(off)
+            if a is None:
+                if off.type.elem not in ("i8", "i16", "i32", "i64"):
+                    return None
+                return replace(p, resid=p.resid + ((off, tuple(off.type.shape)),))
+            return replace(p, aff=Aff(p.aff.base + a.base, tuple(x + y for x, y in zip(p.aff.strides, a.strides))))
         if op.name in ("tt.expand_dims", "tt.broadcast", "tt.trans", "tt.reshape"):
             return self._layout(op, self.ptr(op.operands[0]), shape)
         return None
-
-    def block(self, v: Value) -> BlockInfo | None:
-        if v in self._blk:
-            return self._blk[v]
-        self._blk[v] = None
-        if v in self.promoted:
-            r = self.promoted[v]
-            r = r if isinstance(r, BlockInfo) else None
-        else:
-            op = self.defs.get(v)
-            r = None
-            if op is not None and op.name == "tt.make_tensor_ptr":
-                rank = len(v.type.pointee.shape)
-                ops = op.operands
-                base = ops[0]
-                r = BlockInfo(base, tuple(self.sexpr(x) for x in ops[1:1 + rank]),
-                              tuple(self.sexpr(x) for x in ops[1 + rank:1 + 2 * rank]),
-                              tuple(self.sexpr(x) for x in ops[1 + 2 * rank:1 + 3 * rank]))
-            elif op is not None and op.name == "tt.advance":
-                b = self.block(op.operands[0])
-                if b is not None:
-                    r = replace(b, offsets=tuple(o + self.sexpr(d) for o, d in zip(b.offsets, op.operands[1:])))
-        self._blk[v] = r
-        return r
 
     # ------------------------------------------------------------------ loop-carried pointers
 
@@ -343,28 +321,9 @@ class Structurer:
             init = loop.operands[3 + j]
             nxt = yield_op.operands[j]
             t = arg.type
-            if t.elem == "blockptr":
-                info0 = self.block(init)
-                if info0 is None:
-                    continue
-                if nxt is arg:
-                    self.promoted[arg] = info0
-                    continue
-                d = self.defs.get(nxt)
-                if d is None or d.name != "tt.advance" or d.operands[0] is not arg:
-                    continue
-                offs = []
-                for k, delta in enumerate(d.operands[1:]):
-                    o = self._add_iter_arg(loop, lambda acc, dl=delta: (acc, self.sexpr(dl)))
-                    offs.append(o)
-                self.promoted[arg] = replace(info0, offsets=tuple(x + SExpr.of(o[0])
-                                                                  for x, o in zip(info0.offsets, offs)))
-                res = loop.results[j]
-                self.promoted[res] = replace(info0, offsets=tuple(x + SExpr.of(o[1])
-                                                                  for x, o in zip(info0.offsets, offs)))
-            elif t.is_tile and t.is_ptr:
+            if t.is_tile and t.is_ptr:
                 info0 = self.ptr(init)
-                if info0 is None or info0.aff is None:
+                if info0 is None or info0.aff is None or info0.resid:
                     continue
                 d = self.defs.get(nxt)
                 if d is None or d.name != "tt.addptr" or d.operands[0] is not arg:
@@ -433,7 +392,7 @@ class Structurer:
             elif pred == "sgt":
                 d = Aff(-d.base, tuple(-s for s in d.strides))
             elif pred == "sge":
-                d = Aff(ONE - d.base, tuple(-s for s in d.strides))
+                d = Aff(-d.base - ONE, tuple(-s for s in d.strides))
             dims = [k for k, s in enumerate(d.strides) if not (s.is_const and s.const == 0)]
             if len(dims) != 1:
                 return None
@@ -504,12 +463,14 @@ class Structurer:
         is_load = n == "tt.load"
         pre: list[Op] = []
         if ptr.type.elem == "blockptr":
-            return self._rewrite_block(op, is_load, pre)
+            # Triton 3.8 rewrites block pointers into pointer tiles and masks before TTIR
+            raise UnsupportedError(f"kernel '{self.fn.name}' at {op.loc}: block-pointer memory op survived "
+                                   "Triton's rewrite; this form is not supported")
         structured = getattr(self.options, "structured_dma", True)
         info = self.ptr(ptr) if structured else None
         mask = op.operands[1 if is_load else 2] if len(op.operands) > (1 if is_load else 2) else None
         shape = list(ptr.type.shape or [])
-        if info is not None and (info.aff is not None or not ptr.type.is_tile):
+        if info is not None and not info.resid and (info.aff is not None or not ptr.type.is_tile):
             strides = info.aff.strides if info.aff else ()
             offset = info.offset + (info.aff.base if info.aff else ZERO)
             box = self.box(mask) if mask is not None else None
@@ -535,54 +496,40 @@ class Structurer:
                                                       "shape": shape, "dtype": value.type.elem}, [], op.loc)
                 self._count("dma_store")
             return pre + [new]
-        gather = self._gather(op, is_load, mask) if getattr(self.options, "index_dma", True) else None
-        if gather is not None:
-            return gather
+        if info is not None and info.resid and info.aff is not None and getattr(self.options, "index_dma", True):
+            return pre + [self._gather(op, info, is_load, mask, pre)]
         self._count("scalar_load" if is_load else "scalar_store")
         op.attrs["path"] = "scalar"
         return [op]
 
-    def _gather(self, op: Op, is_load: bool, mask: Value | None) -> list[Op] | None:
-        ptr = op.operands[0]
-        d = self.defs.get(ptr)
-        if d is None or d.name != "tt.addptr" or not ptr.type.is_tile:
-            return None
-        sp = self.defs.get(d.operands[0])
-        if sp is None or sp.name != "tt.splat":
-            return None
-        base = sp.operands[0]
-        offsets = d.operands[1]
-        run = self._run_length(offsets)
-        desc = {"base": base.name, "offsets": offsets.name, "mask": mask.name if mask is not None else None}
-        vals = [base, offsets] + ([mask] if mask is not None else [])
-        attrs = {"path": "gather", "run": run}
+    def _gather(self, op: Op, info: PtrInfo, is_load: bool, mask: Value | None, pre: list) -> Op:
+        """Index-driven DMA: a strided descriptor plus the offset tiles computed on the PE."""
+        shape = tuple(op.operands[0].type.shape)
+        desc, vals = self._descriptor(info.base, info.offset + info.aff.base, info.aff.strides, None, op, pre)
+        del desc["lo"], desc["hi"]
+        desc["resid"] = [v.name for v, _ in info.resid]
+        desc["views"] = [list(view) for _, view in info.resid]
+        vals += [v for v, _ in info.resid]
+        if mask is not None:
+            desc["mask"] = mask.name
+            vals.append(mask)
+        last = info.aff.strides[-1] if info.aff.strides else ZERO
+        contiguous = last.is_const and last.const == 1 and all(
+            view[-1] == 1 or self._const_along_last(v) for v, view in info.resid)
+        attrs = {"path": "gather", "run": shape[-1] if contiguous and shape else 1}
         if is_load:
             other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
             desc["other"] = other
             vals += ov
             attrs.update(desc=_fmt(desc), _desc=desc)
             self._count("gather")
-            return [Op("mtia.gather", vals, op.results, attrs, [], op.loc)]
+            return Op("mtia.gather", vals, op.results, attrs, [], op.loc)
         value = op.operands[1]
         desc["value"] = value.name
         vals.append(value)
-        attrs.update(desc=_fmt(desc), _desc=desc, dtype=value.type.elem)
+        attrs.update(desc=_fmt(desc), _desc=desc, dtype=value.type.elem, shape=list(shape))
         self._count("scatter")
-        return [Op("mtia.scatter", vals, [], attrs, [], op.loc)]
-
-    def _run_length(self, offsets: Value) -> int:
-        """Contiguous elements per index along the last dim (rows of an embedding gather)."""
-        shape = offsets.type.shape
-        if not shape:
-            return 1
-        op = self.defs.get(offsets)
-        if op is not None and op.name == "arith.addi":
-            for x, y in (op.operands, op.operands[::-1]):
-                a = self.aff(y)
-                if a is not None and self._const_along_last(x) and all(
-                        s.is_const and s.const == (1 if k == len(shape) - 1 else 0) for k, s in enumerate(a.strides)):
-                    return shape[-1]
-        return 1
+        return Op("mtia.scatter", vals, [], attrs, [], op.loc)
 
     def _const_along_last(self, v: Value, depth: int = 0) -> bool:
         if depth > 12 or not v.type.is_tile:
@@ -599,38 +546,6 @@ class Structurer:
         if op.name.startswith("arith.") and op.operands and all(o.type.is_tile for o in op.operands):
             return all(self._const_along_last(o, depth + 1) for o in op.operands)
         return False
-
-    def _rewrite_block(self, op: Op, is_load: bool, pre: list) -> list[Op]:
-        ptr = op.operands[0]
-        info = self.block(ptr)
-        if info is None:
-            raise UnsupportedError(f"kernel '{self.fn.name}' at {op.loc}: block pointer whose offsets cannot be "
-                                   "followed (advance it by scalar amounts in the loop that carries it)")
-        checked = set(op.attrs.get("boundary_check") or [])
-        rank = len(info.shape)
-        offset = ZERO
-        for o, s in zip(info.offsets, info.strides):
-            offset = offset + o * s
-        box = Box([[] for _ in range(rank)], [[] for _ in range(rank)])
-        for d in range(rank):
-            if d in checked:
-                box.lo[d].append(-info.offsets[d])
-                box.hi[d].append(info.shape[d] - info.offsets[d])
-        shape = list(ptr.type.pointee.shape)
-        strides = _norm(info.strides, shape)
-        desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
-        if is_load:
-            pad = op.attrs.get("padding")
-            desc["other"] = float("nan") if pad == 2 else 0
-            self._count("dma_load")
-            return pre + [Op("mtia.dma_load", vals, op.results, {"path": "dma", "desc": _fmt(desc), "_desc": desc},
-                             [], op.loc)]
-        value = op.operands[1]
-        desc["value"] = value.name
-        vals.append(value)
-        self._count("dma_store")
-        return pre + [Op("mtia.dma_store", vals, [], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
-                                                      "shape": shape, "dtype": value.type.elem}, [], op.loc)]
 
     def apply(self) -> None:
         self.promote_loops()

@@ -396,11 +396,11 @@ def _py_binary(fn: str, a: Any, b: Any, dtype: str) -> Any:
             if fn not in ("add", "sub", "mul", "div") else round_float(_FAST_FLOAT[fn](a, b), dtype)
     a, b = int(a), int(b)
     bits = INT_BITS[dtype]
-    if fn in ("udiv", "urem", "umin", "umax", "shru"):
+    if fn in ("udiv", "urem", "umin", "umax", "shru", "umulhi"):
         mask = (1 << bits) - 1
         ua, ub = a & mask, b & mask
         r = {"udiv": lambda: ua // ub, "urem": lambda: ua % ub, "umin": lambda: min(ua, ub),
-             "umax": lambda: max(ua, ub), "shru": lambda: ua >> ub}[fn]()
+             "umax": lambda: max(ua, ub), "shru": lambda: ua >> ub, "umulhi": lambda: (ua * ub) >> bits}[fn]()
         return wrap_int(r, dtype)
     r = _FAST_INT[fn](a, b)
     return bool(r & 1) if dtype == "i1" else wrap_int(r, dtype)

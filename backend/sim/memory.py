@@ -222,24 +222,35 @@ class GlobalMemory:
 
     # ------------------------------------------------------------------ index-driven DMA
 
-    def gather(self, st: ExecState, ins: Instr) -> dict:
-        dtype = ins.attrs["dtype"]
-        base = int(st.v(ins.args["base"]))
+    def _indexed(self, st: ExecState, ins: Instr):
+        """Element indices of an index-driven DMA: a strided descriptor plus offset tiles
+        computed on the PE (broadcast to the tile shape)."""
+        a = ins.args
+        dtype, shape = ins.attrs["dtype"], ins.attrs["shape"]
+        base = int(st.v(a["base"]))
         r = self.region_of(base, st, ins)
         base_idx = self._element_index(r, base, dtype, st, ins)
-        offs = st.v(ins.args["offsets"])
-        offs = offs.to(torch.int64) if isinstance(offs, torch.Tensor) else torch.tensor(int(offs))
-        idx = offs + base_idx
+        idx = self._index_tile(shape, base_idx + int(st.v(a["offset"])), [int(st.v(x)) for x in a["strides"]])
+        for reg, view in zip(a["resid"], ins.attrs["views"]):
+            t = st.v(reg)
+            t = t.to(torch.int64) if isinstance(t, torch.Tensor) else torch.tensor(int(t))
+            idx = idx + t.reshape(view)
+        idx = idx.expand(shape) if shape else idx
+        mask = st.v(a.get("mask"))
+        m = None
+        if mask is not None:
+            m = (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(idx.shape)
+        return r, dtype, base_idx, idx, m
+
+    def gather(self, st: ExecState, ins: Instr) -> dict:
+        r, dtype, base_idx, idx, m = self._indexed(st, ins)
         typed = self.typed(r, dtype)
-        mask = st.v(ins.args.get("mask"))
         other = st.v(ins.args.get("other"))
-        if mask is None:
+        if m is None:
             self._check(idx, typed.numel(), r, base_idx, st, ins)
             out = typed[idx]
             n = idx.numel()
         else:
-            m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
-            m = m.expand(idx.shape)
             out = _filled(idx.shape, other, dtype)
             sel = idx[m]
             self._check(sel, typed.numel(), r, base_idx, st, ins)
@@ -251,20 +262,12 @@ class GlobalMemory:
                 "run_bytes": run * ITEMSIZE[dtype], "region": r.index, "indexed": True}
 
     def scatter(self, st: ExecState, ins: Instr) -> dict:
-        dtype = ins.attrs["dtype"]
-        base = int(st.v(ins.args["base"]))
-        r = self.region_of(base, st, ins)
-        base_idx = self._element_index(r, base, dtype, st, ins)
-        offs = st.v(ins.args["offsets"])
-        offs = offs.to(torch.int64) if isinstance(offs, torch.Tensor) else torch.tensor(int(offs))
-        idx = offs + base_idx
+        r, dtype, base_idx, idx, m = self._indexed(st, ins)
         typed = self.typed(r, dtype)
         value = st.v(ins.args["value"])
         tdt = TORCH_DTYPE[dtype]
         value = (value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)).expand(idx.shape)
-        mask = st.v(ins.args.get("mask"))
-        if mask is not None:
-            m = (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(idx.shape)
+        if m is not None:
             idx, value = idx[m], value[m]
         idx, value = idx.reshape(-1), value.reshape(-1)
         self._check(idx, typed.numel(), r, base_idx, st, ins)

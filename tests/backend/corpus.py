@@ -629,12 +629,13 @@ def tolerance(dtype: torch.dtype) -> float:
     return 1e-4
 
 
-def run_case(case: Case, seed: int = 0) -> tuple[dict, dict, dict]:
-    """Build inputs, compute the reference on copies, launch. Returns (args, outputs, expected)."""
+def run_case(case: Case, seed: int = 0, **options: Any) -> tuple[dict, dict, dict]:
+    """Build inputs, compute the reference on copies, launch. Returns (args, outputs, expected).
+    `options` are extra launch options (e.g. structured_dma=False for the scalar path)."""
     args = case.make(gen(seed))
     copies = {k: v.clone() if isinstance(v, Tensor) else v for k, v in args.items()}
     expected = case.ref(copies)
-    case.kernel[case.grid_of(args)](**args, **case.kwargs)
+    case.kernel[case.grid_of(args)](**args, **case.kwargs, **options)
     outs = {k: args[k] for k in (expected or {})}
     return args, outs, expected
 
@@ -829,7 +830,8 @@ for _dt, _nm in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
     case(f"half_arith_{_nm}", half_arith_kernel,
          (lambda dt: lambda g: dict(a_ptr=randn(g, 77, dtype=dt), b_ptr=randn(g, 77, dtype=dt),
                                     out_ptr=torch.zeros(77, dtype=dt), n=77))(_dt),
-         (2,), lambda a: {"out_ptr": (a["a_ptr"].float() * a["b_ptr"].float() + a["a_ptr"].float())},
+         (2,), lambda a: {"out_ptr": (a["a_ptr"].float() * a["b_ptr"].float() + a["a_ptr"].float()).to(
+             a["a_ptr"].dtype)},
          kwargs=dict(BLOCK=64))
 
 _F8 = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -1195,5 +1197,356 @@ case("scalar_args", scalar_arg_kernel, lambda g: dict(out_ptr=torch.zeros(50), a
 case("gather_indexed", gather_index_kernel,
      lambda g: dict(x_ptr=randn(g, 64), idx_ptr=randint(g, 0, 64, 100), out_ptr=torch.zeros(100), n=100), (2,),
      lambda a: {"out_ptr": a["x_ptr"][a["idx_ptr"].long()]}, kwargs=dict(BLOCK=64), interp=True)
+
+DIFF_CASES = [c.name for c in CASES if c.interp]
+
+
+# ============================================================================ second batch: rarer paths
+
+
+@triton.jit
+def unsigned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    u = tl.load(x_ptr + offs, mask=m).to(tl.uint32, bitcast=True)
+    base = out_ptr + offs * 5
+    tl.store(base + 0, (u >> 28).to(tl.int32, bitcast=True), mask=m)
+    tl.store(base + 1, (u // 7).to(tl.int32, bitcast=True), mask=m)
+    tl.store(base + 2, (u % 1000).to(tl.int32, bitcast=True), mask=m)
+    tl.store(base + 3, (u < 5).to(tl.int32), mask=m)
+    tl.store(base + 4, tl.umulhi(u, 0x9E3779B9).to(tl.int32, bitcast=True), mask=m)
+
+
+@triton.jit
+def uitofp_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    u = tl.load(x_ptr + offs, mask=m).to(tl.uint32, bitcast=True)
+    tl.store(out_ptr + offs, u.to(tl.float32), mask=m)
+
+
+@triton.jit
+def bool_kernel(a_ptr, b_ptr, out_ptr, cnt_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m, other=0)
+    b = tl.load(b_ptr + offs, mask=m, other=0)
+    r = (a != 0) ^ (b > 0.5)
+    tl.store(out_ptr + offs, r, mask=m)
+    tl.atomic_add(cnt_ptr, tl.sum(r.to(tl.int32), axis=0))
+
+
+@triton.jit
+def scalar_math_kernel(x_ptr, out_ptr):
+    s = tl.load(x_ptr)
+    i = tl.load(x_ptr + 1).to(tl.int32)
+    tl.store(out_ptr + 0, tl.exp(s))
+    tl.store(out_ptr + 1, s / 3.0)
+    tl.store(out_ptr + 2, tl.sqrt(tl.abs(s)))
+    tl.store(out_ptr + 3, (i // 4).to(tl.float32))
+    tl.store(out_ptr + 4, (i % 4).to(tl.float32))
+    tl.store(out_ptr + 5, tl.maximum(s, 0.25))
+    tl.store(out_ptr + 6, libdevice.tanh(s))
+    tl.store(out_ptr + 7, tl.where(s > 0, s, -s * 2.0))
+    tl.store(out_ptr + 8, (-i >> 1).to(tl.float32))
+    tl.store(out_ptr + 9, tl.floor(s * 3.0))
+
+
+@triton.jit
+def half_math_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.exp(x.to(tl.float32)).to(x.dtype) + tl.abs(x) * 0.5
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+@triton.jit
+def float_mod_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m, other=1.0)
+    b = tl.load(b_ptr + offs, mask=m, other=1.0)
+    tl.store(out_ptr + offs * 3 + 0, a % b, mask=m)
+    tl.store(out_ptr + offs * 3 + 1, tl.floor(a / b), mask=m)
+    tl.store(out_ptr + offs * 3 + 2, tl.cdiv(tl.abs(a).to(tl.int32) + 1, 3).to(tl.float32), mask=m)
+
+
+@triton.jit
+def reduce_2d_all_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + 0, tl.sum(x))
+    tl.store(out_ptr + 1, tl.max(x))
+    tl.store(out_ptr + 2, tl.sum(tl.sum(x, axis=1) * 2.0, axis=0))
+    tl.store(out_ptr + 3, tl.min(tl.max(x, axis=0), axis=0))
+
+
+@triton.jit
+def argmax_ties_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * N + tl.arange(0, N))
+    v, i = tl.max(x, axis=0, return_indices=True)
+    tl.store(out_ptr + row * 3 + 0, v)
+    tl.store(out_ptr + row * 3 + 1, i)
+    tl.store(out_ptr + row * 3 + 2, tl.argmin(x, axis=0))
+
+
+@triton.jit
+def half_reduce_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * N + tl.arange(0, N))
+    tl.store(out_ptr + row * 2, tl.sum(x, axis=0).to(tl.float32))
+    tl.store(out_ptr + row * 2 + 1, tl.max(x, axis=0).to(tl.float32))
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    ib = tl.arange(0, B)[:, None, None]
+    a = tl.load(a_ptr + ib * M * K + tl.arange(0, M)[None, :, None] * K + tl.arange(0, K)[None, None, :])
+    b = tl.load(b_ptr + ib * K * N + tl.arange(0, K)[None, :, None] * N + tl.arange(0, N)[None, None, :])
+    cp = c_ptr + ib * M * N + tl.arange(0, M)[None, :, None] * N + tl.arange(0, N)[None, None, :]
+    c = tl.load(cp)
+    tl.store(cp, tl.dot(a, b, c))
+
+
+@triton.jit
+def histogram_op_kernel(x_ptr, out_ptr, N: tl.constexpr, BINS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS))
+
+
+@triton.jit
+def gather_op_kernel(x_ptr, idx_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    r = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + r)
+    idx = tl.load(idx_ptr + r)
+    tl.store(out_ptr + r, tl.gather(x, idx, axis=1))
+
+
+@triton.jit
+def cat_interleave_kernel(a_ptr, b_ptr, cat_ptr, il_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r)
+    b = tl.load(b_ptr + r)
+    s = tl.sum(tl.cat(a, b, can_reorder=True), axis=0)
+    tl.store(cat_ptr, s)
+    tl.store(il_ptr + tl.arange(0, 2 * N), tl.interleave(a, b))
+
+
+@triton.jit
+def flip_sort_kernel(x_ptr, flip_ptr, sort_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + r)
+    tl.store(flip_ptr + r, tl.flip(x, 0))
+    tl.store(sort_ptr + r, tl.sort(x, 0))
+
+
+@triton.jit
+def cumprod_kernel(x_ptr, out_ptr, rev_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + r)
+    tl.store(out_ptr + r, tl.cumprod(x, 0))
+    tl.store(rev_ptr + r, tl.associative_scan(x, 0, _max_combine, reverse=True))
+
+
+@triton.jit
+def rand_kernel(out_ptr, iout_ptr, seed, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.rand(seed, offs))
+    tl.store(iout_ptr + offs, tl.randint(seed, offs))
+
+
+@triton.jit
+def nested_loop_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, BC: tl.constexpr):
+    # nested loops, a static_range, and a tensor-valued scf.if
+    total = tl.zeros((BC,), dtype=tl.float32)
+    for i in range(R):
+        for j in tl.static_range(0, C, BC):
+            v = tl.load(x_ptr + i * C + j + tl.arange(0, BC))
+            if i % 2 == 0:
+                w = v
+            else:
+                w = -v
+            total += w
+    tl.store(out_ptr + tl.arange(0, BC), total)
+
+
+@triton.jit
+def while_tensor_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    # loop-carried tile in scf.while: halve until every element is below 1
+    x = tl.load(x_ptr + tl.arange(0, N))
+    it = 0
+    while tl.max(x, axis=0) >= 1.0:
+        x = x * 0.5
+        it += 1
+    tl.store(out_ptr + tl.arange(0, N), x + it)
+
+
+@triton.jit
+def constants_kernel(out_ptr, iout_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    big = tl.full((N,), 1 << 40, dtype=tl.int64)
+    tl.store(iout_ptr + r, big + r)
+    x = tl.where(r % 3 == 0, float("nan"), tl.where(r % 3 == 1, float("inf"), -float("inf")))
+    tl.store(out_ptr + r, x)
+    h = tl.full((N,), 0.333, dtype=tl.float16) * 2.0
+    tl.store(out_ptr + N + r, h.to(tl.float32))
+    bf = tl.full((N,), -1.5, dtype=tl.bfloat16)
+    tl.store(out_ptr + 2 * N + r, bf.to(tl.float32))
+
+
+@triton.jit
+def fp64_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (x * 1.0000001).to(tl.float32), mask=m)
+
+
+def _unsigned_ref(a):
+    u = a["x_ptr"].long() & 0xFFFFFFFF
+    cols = [u >> 28, u // 7, u % 1000, (u < 5).long(), (u * 0x9E3779B9) >> 32]
+    out = torch.stack(cols, 1) & 0xFFFFFFFF
+    return {"out_ptr": torch.where(out >= 1 << 31, out - (1 << 32), out).to(torch.int32)}
+
+
+case("unsigned_ops", unsigned_kernel,
+     lambda g: dict(x_ptr=torch.randint(-(1 << 31), (1 << 31) - 1, (100,), generator=g).to(torch.int32),
+                    out_ptr=torch.zeros(100, 5, dtype=torch.int32), n=100), (2,), _unsigned_ref, kwargs=dict(BLOCK=64),
+     interp=True)
+case("uitofp", uitofp_kernel,
+     lambda g: dict(x_ptr=torch.randint(-(1 << 31), (1 << 31) - 1, (100,), generator=g).to(torch.int32),
+                    out_ptr=torch.zeros(100), n=100), (2,),
+     lambda a: {"out_ptr": (a["x_ptr"].long() & 0xFFFFFFFF).float()}, kwargs=dict(BLOCK=64))
+case("bool_io", bool_kernel,
+     lambda g: dict(a_ptr=torch.rand(90, generator=g) > 0.5, b_ptr=torch.rand(90, generator=g),
+                    out_ptr=torch.zeros(90, dtype=torch.bool), cnt_ptr=torch.zeros(1, dtype=torch.int32), n=90), (2,),
+     lambda a: {"out_ptr": a["a_ptr"] ^ (a["b_ptr"] > 0.5),
+                "cnt_ptr": (a["a_ptr"] ^ (a["b_ptr"] > 0.5)).sum().reshape(1).to(torch.int32)},
+     kwargs=dict(BLOCK=64), interp=True)
+
+
+def _scalar_math_ref(a):
+    s, i = a["x_ptr"][0], int(a["x_ptr"][1])
+    q = int(i / 4)
+    vals = [torch.exp(s), s / 3, s.abs().sqrt(), q, i - q * 4, max(s, torch.tensor(0.25)), torch.tanh(s),
+            s if s > 0 else -s * 2, (-i) >> 1, torch.floor(s * 3)]
+    return {"out_ptr": torch.tensor([float(v) for v in vals])}
+
+
+case("scalar_math", scalar_math_kernel, lambda g: dict(x_ptr=torch.tensor([-0.7, -13.0]), out_ptr=torch.zeros(10)),
+     (1,), _scalar_math_ref, interp=True)
+case("scalar_math_pos", scalar_math_kernel, lambda g: dict(x_ptr=torch.tensor([1.3, 13.0]), out_ptr=torch.zeros(10)),
+     (1,), _scalar_math_ref)
+for _dt, _nm in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
+    case(f"half_math_{_nm}", half_math_kernel,
+         (lambda dt: lambda g: dict(x_ptr=randn(g, 70, dtype=dt), out_ptr=torch.zeros(70, dtype=dt), n=70))(_dt),
+         (2,), lambda a: {"out_ptr": (torch.exp(a["x_ptr"].float()).to(a["x_ptr"].dtype) + a["x_ptr"].abs() * 0.5)},
+         kwargs=dict(BLOCK=64), atol=2e-2)
+
+
+def _fmod_ref(x):
+    a, b = x["a_ptr"], x["b_ptr"]
+    c = torch.div(a.abs().to(torch.int32) + 1 + 2, 3, rounding_mode="floor").float()
+    return {"out_ptr": torch.stack([torch.fmod(a, b), torch.floor(a / b), c], 1)}  # frem: C fmod
+
+
+case("float_mod_floordiv", float_mod_kernel,
+     lambda g: dict(a_ptr=randn(g, 80) * 10, b_ptr=randn(g, 80) * 3, out_ptr=torch.zeros(80, 3), n=80), (2,),
+     _fmod_ref, kwargs=dict(BLOCK=64), atol=1e-3, interp=True)
+case("reduce_2d_all", reduce_2d_all_kernel, lambda g: dict(x_ptr=randn(g, 8, 16), out_ptr=torch.zeros(4)), (1,),
+     lambda a: {"out_ptr": torch.stack([a["x_ptr"].sum(), a["x_ptr"].max(), a["x_ptr"].sum() * 2,
+                                        a["x_ptr"].amax(0).min()])}, kwargs=dict(M=8, N=16), atol=1e-4, interp=True)
+
+
+def _ties_ref(a):
+    x = a["x_ptr"].reshape(6, 32)
+    out = torch.zeros(6, 3, dtype=torch.int32)
+    for r in range(6):
+        row = x[r].tolist()
+        out[r, 0] = max(row)
+        out[r, 1] = row.index(max(row))
+        out[r, 2] = row.index(min(row))
+    return {"out_ptr": out.reshape(-1)}
+
+
+case("argmax_ties", argmax_ties_kernel,
+     lambda g: dict(x_ptr=randint(g, 0, 4, 6 * 32), out_ptr=torch.zeros(18, dtype=torch.int32)), (6,), _ties_ref,
+     kwargs=dict(N=32), interp=True)
+case("half_reduce", half_reduce_kernel,
+     lambda g: dict(x_ptr=randn(g, 3, 64, dtype=torch.float16), out_ptr=torch.zeros(6)), (3,),
+     lambda a: {"out_ptr": torch.stack([a["x_ptr"].float().sum(1), a["x_ptr"].float().amax(1)], 1).reshape(-1)},
+     kwargs=dict(N=64), atol=2e-2)
+case("dot_batched_acc", batched_dot_kernel,
+     lambda g: dict(a_ptr=randn(g, 2, 16, 16), b_ptr=randn(g, 2, 16, 16), c_ptr=randn(g, 2, 16, 16)), (1,),
+     lambda a: {"c_ptr": torch.bmm(a["a_ptr"], a["b_ptr"]) + a["c_ptr"]}, kwargs=dict(B=2, M=16, N=16, K=16),
+     atol=1e-3, interp=True)
+case("histogram_op", histogram_op_kernel,
+     lambda g: dict(x_ptr=randint(g, 0, 16, 128), out_ptr=torch.zeros(16, dtype=torch.int32)), (1,),
+     lambda a: {"out_ptr": torch.bincount(a["x_ptr"].long(), minlength=16).to(torch.int32)},
+     kwargs=dict(N=128, BINS=16), interp=True)
+case("gather_op", gather_op_kernel,
+     lambda g: dict(x_ptr=randn(g, 4, 16), idx_ptr=randint(g, 0, 16, 4, 16), out_ptr=torch.zeros(4, 16)), (1,),
+     lambda a: {"out_ptr": torch.gather(a["x_ptr"], 1, a["idx_ptr"].long())}, kwargs=dict(M=4, N=16), interp=True)
+case("cat_interleave", cat_interleave_kernel,
+     lambda g: dict(a_ptr=randn(g, 16), b_ptr=randn(g, 16), cat_ptr=torch.zeros(1), il_ptr=torch.zeros(32)), (1,),
+     lambda a: {"cat_ptr": (a["a_ptr"].sum() + a["b_ptr"].sum()).reshape(1),
+                "il_ptr": torch.stack([a["a_ptr"], a["b_ptr"]], 1).reshape(-1)}, kwargs=dict(N=16), interp=True)
+case("flip_sort", flip_sort_kernel,
+     lambda g: dict(x_ptr=randn(g, 32), flip_ptr=torch.zeros(32), sort_ptr=torch.zeros(32)), (1,),
+     lambda a: {"flip_ptr": a["x_ptr"].flip(0), "sort_ptr": a["x_ptr"].sort().values}, kwargs=dict(N=32), interp=True)
+case("cumprod_revscan", cumprod_kernel,
+     lambda g: dict(x_ptr=torch.rand(16, generator=g) + 0.5, out_ptr=torch.zeros(16), rev_ptr=torch.zeros(16)), (1,),
+     lambda a: {"out_ptr": a["x_ptr"].cumprod(0), "rev_ptr": a["x_ptr"].flip(0).cummax(0).values.flip(0)},
+     kwargs=dict(N=16), atol=1e-4, interp=True)
+
+
+def _rand_check(args, outs):
+    r = args["out_ptr"]
+    assert bool(((r >= 0) & (r < 1)).all()) and 0.3 < float(r.mean()) < 0.7
+    assert len(set(args["iout_ptr"].tolist())) > 120
+
+
+case("philox_rand", rand_kernel,
+     lambda g: dict(out_ptr=torch.zeros(128), iout_ptr=torch.zeros(128, dtype=torch.int32), seed=1234), (2,),
+     lambda a: {}, kwargs=dict(N=64), check=_rand_check, interp=True)
+
+
+def _nested_ref(a):
+    x = a["x_ptr"].reshape(3, 4, 16)
+    sign = torch.tensor([1.0, -1.0, 1.0])[:, None, None]
+    return {"out_ptr": (x * sign).sum((0, 1))}
+
+
+case("nested_loops", nested_loop_kernel, lambda g: dict(x_ptr=randn(g, 3 * 64), out_ptr=torch.zeros(16)), (1,),
+     _nested_ref, kwargs=dict(R=3, C=64, BC=16), atol=1e-4, interp=True)
+
+
+def _while_t_ref(a):
+    x = a["x_ptr"].clone()
+    it = 0
+    while float(x.max()) >= 1.0:
+        x = x * 0.5
+        it += 1
+    return {"out_ptr": x + it}
+
+
+case("while_tensor", while_tensor_kernel, lambda g: dict(x_ptr=randn(g, 16).abs() * 20, out_ptr=torch.zeros(16)),
+     (1,), _while_t_ref, kwargs=dict(N=16), interp=True)
+
+
+def _const_ref(a):
+    r = torch.arange(16)
+    x = torch.where(r % 3 == 0, float("nan"), torch.where(r % 3 == 1, float("inf"), -float("inf")))
+    h = (torch.full((16,), 0.333, dtype=torch.float16) * 2).float()
+    return {"iout_ptr": (1 << 40) + r, "out_ptr": torch.cat([x, h, torch.full((16,), -1.5)])}
+
+
+case("constants", constants_kernel,
+     lambda g: dict(out_ptr=torch.zeros(48), iout_ptr=torch.zeros(16, dtype=torch.int64)), (1,), _const_ref,
+     kwargs=dict(N=16), interp=True)
+case("fp64_to_fp32", fp64_kernel,
+     lambda g: dict(x_ptr=randn(g, 50).double(), out_ptr=torch.zeros(50), n=50), (1,),
+     lambda a: {"out_ptr": (a["x_ptr"] * 1.0000001).float()}, kwargs=dict(BLOCK=64))
 
 DIFF_CASES = [c.name for c in CASES if c.interp]

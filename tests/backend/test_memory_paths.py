@@ -1,0 +1,166 @@
+"""Pointer and mask analysis: which path each memory op takes, pinned on small kernels, and
+the numbers of every path checked against torch (the path changes time, never results)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _masked_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0.0) * 2.0, mask=offs < n)
+
+
+@triton.jit
+def _matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - k * BK) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _modulo_index(x_ptr, y_ptr, n, C: tl.constexpr, BLOCK: tl.constexpr):
+    # Inductor-style flattened index: the column is offs % C, the row offs // C
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    col = offs % C
+    row = offs // C
+    v = tl.load(x_ptr + (col * 3 + row), mask=m, other=0.0)
+    tl.store(y_ptr + offs, v, mask=m)
+
+
+@triton.jit
+def _embedding_rows(table_ptr, idx_ptr, out_ptr, D: tl.constexpr, ROWS: tl.constexpr):
+    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, D)
+    idx = tl.load(idx_ptr + r)
+    rows = tl.load(table_ptr + idx[:, None] * D + cols[None, :])
+    tl.store(out_ptr + r[:, None] * D + cols[None, :], rows)
+
+
+@triton.jit
+def _select_pointer(a_ptr, b_ptr, out_ptr, use_a, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    pa = a_ptr + offs
+    pb = b_ptr + offs
+    p = tl.where(offs < use_a, pa, pb)
+    tl.store(out_ptr + offs, tl.load(p))
+
+
+@triton.jit
+def _block_ptr_copy(x_ptr, y_ptr, M, N, sm, sn, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(x_ptr, (M, N), (sm, sn), (pid * BM, 0), (BM, BN), (1, 0))
+    dst = tl.make_block_ptr(y_ptr, (M, N), (N, 1), (pid * BM, 0), (BM, BN), (1, 0))
+    for _ in range(0, tl.cdiv(N, BN)):
+        tl.store(dst, tl.load(src, boundary_check=(0, 1), padding_option="zero") + 1.0, boundary_check=(0, 1))
+        src = tl.advance(src, (0, BN))
+        dst = tl.advance(dst, (0, BN))
+
+
+def _paths(kernel) -> list[str]:
+    return re.findall(r'path = "([\w+]+)"', kernel.asm["tile"])
+
+
+def test_masked_copy_is_structured_dma_with_box_bounds():
+    x = torch.randn(1000)
+    y = torch.empty(1000)
+    k = _masked_copy[(8,)](x, y, 1000, BLOCK=128)
+    torch.testing.assert_close(y, x * 2)
+    tile = k.asm["tile"]
+    assert _paths(k) == ["dma", "dma"]
+    # the mask `offs < n` became an upper bound n - pid*128 on the single dimension
+    assert re.search(r"mtia\.dma_load %x_ptr, .*hi=\['%v\d+'\]", tile), tile
+    assert "dma_in.load" in k.asm["mtiasm"] and "scalar.load" not in k.asm["mtiasm"]
+
+
+def test_gemm_loop_carried_pointers_become_scalar_offsets():
+    M, N, K = 70, 50, 90
+    a = torch.randn(M, K, dtype=torch.bfloat16)
+    b = torch.randn(K, N, dtype=torch.bfloat16)
+    c = torch.empty(M, N)
+    k = _matmul[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=32, BN=32, BK=32)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-4)
+    assert _paths(k) == ["dma", "dma", "dma"]
+    asm = k.asm["mtiasm"]
+    # no pointer tile survives: the loop carries the accumulator and two i64 offsets only
+    loop = re.search(r"ctl\.for .*inits=\[(.*)\]", asm).group(1)
+    assert loop.count("%") == 3
+    assert "simd.addptr" not in asm
+    # the tiles inside the loop are double-buffered in local memory (num_stages=2 default)
+    assert re.search(r"buffer %\d+: bf16\[32, 32\] @local\+\d+ \(2048 B x2\)", asm)
+
+
+def test_structured_and_scalar_paths_compute_the_same_numbers():
+    M, N, K = 40, 24, 33
+    a = torch.randn(M, K)
+    b = torch.randn(K, N)
+    outs = []
+    for structured in (True, False):
+        c = torch.empty(M, N)
+        k = _matmul[(2, 1)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            c.stride(0), c.stride(1), BM=32, BN=32, BK=16, structured_dma=structured)
+        assert set(_paths(k)) == ({"dma"} if structured else {"scalar"})
+        outs.append(c)
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
+    torch.testing.assert_close(outs[0], a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_modulo_index_takes_index_driven_dma():
+    x = torch.randn(300)
+    y = torch.empty(300)
+    k = _modulo_index[(3,)](x, y, 300, C=3, BLOCK=128)
+    offs = torch.arange(300)
+    torch.testing.assert_close(y, x[(offs % 3) * 3 + offs // 3])
+    assert _paths(k) == ["gather", "dma"]
+    # with index DMA switched off the same load falls back to the scalar path
+    k2 = _modulo_index[(3,)](x, y, 300, C=3, BLOCK=128, index_dma=False)
+    assert _paths(k2) == ["scalar", "dma"]
+
+
+def test_embedding_rows_gather_contiguous_runs():
+    table = torch.randn(50, 16)
+    idx = torch.tensor([3, 7, 7, 0, 49, 12, 1, 2], dtype=torch.int32)
+    out = torch.empty(8, 16)
+    k = _embedding_rows[(2,)](table, idx, out, D=16, ROWS=4)
+    torch.testing.assert_close(out, table[idx.long()])
+    assert _paths(k) == ["dma", "gather", "dma"]
+    assert re.search(r"mtia\.gather .*run = 16", k.asm["tile"])
+
+
+def test_pointer_select_takes_scalar_path():
+    a = torch.arange(16, dtype=torch.float32)
+    b = -torch.arange(16, dtype=torch.float32)
+    out = torch.empty(16)
+    k = _select_pointer[(1,)](a, b, out, 5, BLOCK=16)
+    torch.testing.assert_close(out, torch.where(torch.arange(16) < 5, a, b))
+    assert _paths(k) == ["scalar", "dma"]
+
+
+@pytest.mark.parametrize("M,N", [(64, 64), (50, 37), (1, 5)])
+def test_block_pointers_lower_to_bounded_dma(M, N):
+    x = torch.randn(N, M).t()  # non-contiguous source
+    y = torch.full((M, N), -7.0)
+    k = _block_ptr_copy[(triton.cdiv(M, 16),)](x, y, M, N, x.stride(0), x.stride(1), BM=16, BN=16)
+    torch.testing.assert_close(y, x + 1.0)
+    assert _paths(k) == ["dma", "dma"]
+    assert "make_tensor_ptr" not in k.asm["tile"] and "blockptr" not in k.asm["tile"]
