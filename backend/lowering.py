@@ -269,8 +269,9 @@ def _addptr(e: Emitter, op: Op) -> None:
 
 @rule("tt.broadcast")
 def _broadcast(e: Emitter, op: Op) -> None:
+    # a stride-0 view: the engines that read it address the source with zero strides
     e.emit("mlu.broadcast", [reg(op.result)], {"a": reg(op.operands[0])},
-           {"shape": list(op.result.type.shape)}, op.loc)
+           {"shape": list(op.result.type.shape), "view": op.operands[0].type.is_tile}, op.loc)
 
 
 @rule("tt.expand_dims")

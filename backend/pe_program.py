@@ -47,56 +47,66 @@ def _buffered_loads(fn: Function, stages: int) -> dict[Value, int]:
     return out
 
 
+def _is_view(op: Op) -> bool:
+    """Broadcasts and unit-dim reshapes alias their source: SIMD and DMA address tiles with
+    strides, so a stride-0 view needs no buffer of its own."""
+    if not op.operands or not op.operands[0].type.is_tile:
+        return False
+    if op.name in ("tt.broadcast", "tt.expand_dims"):
+        return True
+    if op.name == "tt.reshape":
+        src, dst = op.operands[0].type.shape, op.result.type.shape
+        return [s for s in src if s != 1] == [s for s in dst if s != 1]
+    return False
+
+
 def live_intervals(fn: Function, stages: int) -> list[Interval]:
-    order: dict[int, int] = {}
     defs: dict[Value, tuple[int, str]] = {}
     last: dict[Value, int] = {}
-    loop_span: list[tuple[int, int, set]] = []  # (start, end, values defined inside)
-    counter = [0]
+    alias: dict[Value, Value] = {}
+    loops: list[tuple[int, int, set]] = []  # (first op, end, values defined inside)
+    counter = 0
 
-    def visit(region: Region, enclosing: list[int]) -> set:
-        defined: set = set()
+    def root(v: Value) -> Value:
+        while v in alias:
+            v = alias[v]
+        return v
+
+    def visit(region: Region) -> set:
+        nonlocal counter
+        defined: set = set(region.args)
         for a in region.args:
-            defs[a] = (counter[0], "")
-            defined.add(a)
+            defs[a] = (counter, "")
         for op in region.ops:
-            idx = counter[0]
-            counter[0] += 1
-            order[id(op)] = idx
+            idx = counter
+            counter += 1
             for v in op.operands:
-                last[v] = max(last.get(v, -1), idx)
+                r = root(v)
+                last[r] = max(last.get(r, -1), idx)
             inner: set = set()
-            start = counter[0]
             for r in op.regions:
-                inner |= visit(r, enclosing + [idx])
+                inner |= visit(r)
             if op.name in ("scf.for", "scf.while"):
-                loop_span.append((idx, counter[0], inner))
+                loops.append((idx, counter, inner))
             defined |= inner
             for res in op.results:
                 defs[res] = (idx, op.loc)
                 defined.add(res)
-            del start
+            if _is_view(op):
+                alias[op.result] = op.operands[0]
         return defined
 
-    visit(fn.body, [])
+    visit(fn.body)
     # a value used inside a loop but defined outside stays live until the loop ends
-    for (ls, le, inner) in loop_span:
-        for v, (d, _) in list(defs.items()):
-            if v in inner:
-                if v in last and last[v] >= ls:
-                    pass
-                continue
-            if d < ls and last.get(v, -1) >= ls and last.get(v, -1) < le:
-                last[v] = le
+    # (inner loops are listed before the loops that contain them)
+    for start, end, inner in loops:
+        for v, (d, _) in defs.items():
+            if v not in inner and d < start and start <= last.get(v, -1) < end:
+                last[v] = end
     buffered = _buffered_loads(fn, stages)
-    out = []
-    for v, (d, loc) in defs.items():
-        if not v.type.is_tile or v.type.elem == "blockptr":
-            continue
-        end = last.get(v, d)
-        copies = buffered.get(v, 1)
-        out.append(Interval(v, d, end, v.type.nbytes, copies, loc))
-    return out
+    return [Interval(v, d, last.get(v, d), v.type.nbytes, buffered.get(v, 1), loc)
+            for v, (d, loc) in defs.items()
+            if v.type.is_tile and v.type.elem != "blockptr" and v not in alias]
 
 
 def allocate(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer], int]:

@@ -254,6 +254,18 @@ def read_module(mod: Any, kernel_arg_names: list[str]) -> Function:
 
     func_raw = [o for o in raw if o.get_name() == "tt.func"]
     if len(func_raw) != 1:
+        # a noinline device function survives the inliner as a tt.call: name it and its call site
+        calls = [t for t in text_ops if t.name == "tt.call"]
+        kernel = next((f.get_str_attr("sym_name") for f in func_raw
+                       if "public" in next((t.header for t in text_ops if t.name == "tt.func"
+                                            and f"@{f.get_str_attr('sym_name')}(" in t.header), "")), "?")
+        if calls:
+            m = re.search(r"tt\.call\s+@([\w$.]+)", calls[0].header)
+            callee = m.group(1) if m else "?"
+            where = locs.resolve(calls[0].loc) if calls[0].loc else "<unknown location>"
+            raise UnsupportedError(f"kernel '{kernel}' at {where}: operation 'tt.call' of device function "
+                                   f"'{callee}' is not supported by the MTIA backend (device functions marked "
+                                   "noinline=True are not supported; drop noinline so Triton inlines it)")
         raise UnsupportedError(f"expected one kernel function after inlining, found {len(func_raw)} "
                                "(device functions marked noinline are not supported)")
 

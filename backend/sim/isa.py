@@ -209,8 +209,14 @@ def _as_unsigned(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.int64) & ((1 << bits) - 1)
 
 
-def _unsigned_op(fn):
+def _unsigned_op(fn, order_only: bool = False):
+    """fn on the unsigned reading of a and b. For 64-bit ints (no u64 in torch) an order-only fn
+    (compare, min, max) is exact through the sign-bit flip, which maps u64 order onto i64 order."""
     def run(a, b):
+        if order_only and a.element_size() == 8 and not a.dtype.is_floating_point:
+            flip = torch.tensor(-(1 << 63), dtype=torch.int64)
+            r = fn(a.to(torch.int64) ^ flip, torch.as_tensor(b).to(torch.int64) ^ flip)
+            return r if r.dtype == torch.bool else (r ^ flip).to(a.dtype)
         return fn(_as_unsigned(a), _as_unsigned(b)).to(a.dtype)
     return run
 
@@ -232,6 +238,12 @@ def _shrs(a, b):
 
 
 def _shru(a, b):
+    if a.element_size() == 8:
+        # logical shift of i64: arithmetic shift, then clear the copies of the sign bit
+        b = torch.as_tensor(b).to(torch.int64)
+        shifted = torch.bitwise_right_shift(a, b)
+        keep = torch.bitwise_left_shift(torch.ones_like(shifted), (64 - b).clamp(max=63)) - 1
+        return torch.where(b > 0, shifted & keep, shifted)
     return torch.bitwise_right_shift(_as_unsigned(a), _as_unsigned(b)).to(a.dtype)
 
 
@@ -252,7 +264,7 @@ BINARY: dict[str, Callable] = {
     "srem": _srem, "urem": _unsigned_op(torch.remainder), "frem": torch.fmod,
     "fmin": _fmin, "fmax": _fmax, "fminnum": torch.fmin, "fmaxnum": torch.fmax,
     "smin": torch.minimum, "smax": torch.maximum,
-    "umin": _unsigned_op(torch.minimum), "umax": _unsigned_op(torch.maximum),
+    "umin": _unsigned_op(torch.minimum, True), "umax": _unsigned_op(torch.maximum, True),
     "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
     "shl": _shl, "shrs": _shrs, "shru": _shru, "pow": torch.pow, "atan2": torch.atan2,
     "umulhi": _umulhi, "copysign": torch.copysign, "hypot": torch.hypot,
@@ -301,8 +313,8 @@ UNARY["clz"] = _clz
 
 CMP: dict[str, Callable] = {
     "eq": torch.eq, "ne": torch.ne, "slt": torch.lt, "sle": torch.le, "sgt": torch.gt, "sge": torch.ge,
-    "ult": _unsigned_op(torch.lt), "ule": _unsigned_op(torch.le),
-    "ugt": _unsigned_op(torch.gt), "uge": _unsigned_op(torch.ge),
+    "ult": _unsigned_op(torch.lt, True), "ule": _unsigned_op(torch.le, True),
+    "ugt": _unsigned_op(torch.gt, True), "uge": _unsigned_op(torch.ge, True),
     "oeq": torch.eq, "one": lambda a, b: (a != b) & ~torch.isnan(a) & ~torch.isnan(b),
     "olt": torch.lt, "ole": torch.le, "ogt": torch.gt, "oge": torch.ge,
     "ueq": lambda a, b: (a == b) | torch.isnan(a) | torch.isnan(b), "une": torch.ne,
@@ -636,7 +648,7 @@ def _broadcast(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     out = a.expand(ins.attrs["shape"]) if isinstance(a, torch.Tensor) else torch.tensor(a).expand(ins.attrs["shape"])
     st.r[ins.dst[0]] = out
-    return _layout_cost(out)
+    return {"bytes": 0} if ins.attrs.get("view") else _layout_cost(out)
 
 
 @instruction("mlu.reshape")

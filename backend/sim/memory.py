@@ -285,9 +285,10 @@ class GlobalMemory:
         if flat.numel() == 0:
             return []
         lo = int(flat.min())
-        r = self.region_of(lo, st, ins)
         size = ITEMSIZE[dtype]
-        if int(flat.max()) + size <= r.start + r.nbytes:
+        i = bisect.bisect_right(self._starts, lo) - 1
+        r = self.regions[i] if i >= 0 else None
+        if r is not None and lo < r.start + r.nbytes and int(flat.max()) + size <= r.start + r.nbytes:
             rel = flat - r.start
             if bool((rel % size != 0).any()):
                 raise SimulationError(st.kernel, ins.loc, f"misaligned {dtype} access into '{r.name}'")
@@ -297,14 +298,24 @@ class GlobalMemory:
         groups = []
         for i in torch.unique(which).tolist():
             sel = torch.nonzero(which == i).reshape(-1)
-            if i < 0:
-                raise OutOfBounds(st.kernel, ins.loc, f"address {int(flat[sel[0]]):#x} is outside every tensor argument")
-            reg = self.regions[i]
+            # below every tensor: report offsets (negative) from the lowest one
+            reg = self.regions[max(i, 0)]
             rel = flat[sel] - reg.start
-            if bool((rel + size > reg.nbytes).any()):
-                bad = int(flat[sel][rel + size > reg.nbytes][0])
+            bad = (rel < 0) | (rel + size > reg.nbytes)
+            if bool(bad.any()):
+                # checked before any element is written: a failing store leaves memory untouched.
+                # A gap address is blamed on the nearer tensor (x[-3] is before x, not past its neighbour)
+                first = int(flat[sel][bad][0])
+                nxt = self.regions[i + 1] if 0 <= i < len(self.regions) - 1 else None
+                if i >= 0 and nxt is not None and nxt.start - first < first - (reg.start + reg.nbytes):
+                    reg = nxt
+                rel = flat[sel] - reg.start
+                bad = (rel < 0) | (rel + size > reg.nbytes)
+                offs = torch.div(rel[bad], size, rounding_mode="floor")[:8].tolist()
                 raise OutOfBounds(st.kernel, ins.loc,
-                                  f"out-of-bounds access: address {bad:#x} is past the end of '{reg.name}'")
+                                  f"out-of-bounds {dtype} access to '{reg.name}' ({reg.nbytes // size} elements): "
+                                  f"element offsets {offs} from its start fall outside it (first bad address "
+                                  f"{int(flat[sel][bad][0]):#x}); mask them or fix the index")
             groups.append((reg, sel, rel // size))
         return groups
 
