@@ -21,6 +21,9 @@ Event = tuple  # (instr, cost dict or None, trip) -- one executed instruction
 class ProgramTrace:
     pid: tuple[int, int, int]
     events: list[Event] = field(default_factory=list)
+    # region index -> (tensor argument name, bytes): lets the timing model tell first reads of a
+    # tensor (off-chip) from re-reads (on-chip SRAM). Shared by all traces of one launch.
+    regions: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def _prepare(block: Block) -> None:
@@ -120,6 +123,7 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
     _prepare(program.body)
     tensors = [(p["name"], a) for p, a in zip(program.params, args) if isinstance(a, torch.Tensor)]
     memory = GlobalMemory(tensors)
+    regions = {r.index: (r.name, r.nbytes) for r in memory.regions}
     base = bind_params(program, args)
     traces: list[ProgramTrace] = []
     gx, gy, gz = grid
@@ -130,5 +134,5 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
                 st.r.update(base)
                 st.events = [] if record else None
                 run_block(st, program.body, [])
-                traces.append(ProgramTrace((x, y, z), st.events or []))
+                traces.append(ProgramTrace((x, y, z), st.events or [], regions))
     return traces
