@@ -114,6 +114,12 @@ class ProgramBuilder:
         self.buffers[str(r)] = Buffer(list(r.shape), r.dtype, self._top, r.nbytes, copies)
         self._top += size
 
+    def tile(self, shape: Sequence[int], dtype: str, copies: int = 1, name: str = "t") -> Reg:
+        """Declare a tile register and its buffer now (`copies` instances), to pass as `out=`."""
+        r = self._new(name, dtype, shape)
+        self._alloc(r, copies)
+        return r
+
     @property
     def local_mem_used(self) -> int:
         return self._top

@@ -64,6 +64,7 @@ ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE
 _EIDX = {e: i for i, e in enumerate(ENGINE_ORDER)}
 
 # instruction kinds (small ints: the hot loop dispatches on them)
+_ZERO = (0.0, 0.0, -1)
 K_SCALAR, K_LOOP, K_DPE, K_SIMD, K_SFU, K_RE, K_MLU, K_DMA_IN, K_DMA_OUT, K_ATOMIC, K_SCALAR_MEM = range(11)
 
 
@@ -203,7 +204,9 @@ def prepare(program: Any) -> None:
             ins._tr = tuple(dict.fromkeys(rr))
             ins._tw = tuple(ins.dst)
             ins._trb = tuple((r, copies[r]) for r in ins._tr if r in copies)
-            ins._tww = tuple((r, copies[r]) for r in ins.dst if r in copies)
+            # a read-modify-write of a register (in-place accumulate) stays in the same buffer instance
+            ins._tww = tuple((r, copies[r]) for r in ins.dst if r in copies and r not in ins._tr)
+            ins._tip = tuple((r, copies[r]) for r in ins.dst if r in copies and r in ins._tr)
             if ins.op == "ctl.for":
                 body = ins.bodies[0]
                 inits = [x if isinstance(x, str) else None for x in ins.args.get("inits", [])]
@@ -322,7 +325,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
 def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
               spill: bool, busy: list, acc: dict, spans: list | None, pe: int) -> float:
     """List-schedule one program's events starting at t0; returns its finish time."""
-    ready: dict[str, float] = {}
+    ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
     nq = len(ENGINE_ORDER)
@@ -344,12 +347,14 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         if k == K_SCALAR:
             t = F
             for r in ins._tr:
-                x = rget(r, 0.0)
-                if x > t:
-                    t = x
+                x = rget(r)
+                if x is not None and x[0] > t:
+                    t = x[0]
             F = t + scal
-            for d in ins._tw:
-                ready[d] = F
+            if ins._tw:
+                v = (F, F, -1)
+                for d in ins._tw:
+                    ready[d] = v
             continue
         if k == K_LOOP:
             F += loopc
@@ -357,20 +362,17 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             if lp is not None:
                 iv, params, inits, results = lp
                 if iv:
-                    ready[iv] = F
-                if c and c.get("iteration", 0) == 0:
-                    for p, s in zip(params, inits):
-                        ready[p] = rget(s, 0.0) if s else 0.0
-                else:
-                    for p, s in zip(params, results):
-                        ready[p] = rget(s, 0.0) if s else 0.0
+                    ready[iv] = (F, F, -1)
+                src = inits if (c and c.get("iteration", 0) == 0) else results
+                for p, s in zip(params, src):
+                    ready[p] = rget(s, _ZERO) if s else _ZERO
             continue
         if k == K_SCALAR_MEM:
             t = F
             for r in ins._tr:
-                x = rget(r, 0.0)
-                if x > t:
-                    t = x
+                x = rget(r)
+                if x is not None and x[0] > t:
+                    t = x[0]
             n = c["elements"] if c else 0
             dur = scal + n * m.scalar_access
             scalar_acc += n
@@ -382,7 +384,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             F = t + dur
             busy[1] += dur
             for d in ins._tw:
-                ready[d] = F
+                ready[d] = (F, F, -1)
             if spans is not None:
                 spans.append((pe, "SCALAR", t, F, ins.op))
             if F > end:
@@ -452,14 +454,24 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         if t_issue > s:
             s = t_issue
         for r in ins._tr:
-            x = rget(r, 0.0)
-            if x > s:
-                s = x
+            x = rget(r)
+            if x is not None:
+                # a producer on the same in-order engine forwards: its drain latency is hidden
+                x = x[1] if x[2] == e else x[0]
+                if x > s:
+                    s = x
         for r, cp in ins._tww:
             st = war.get(r)
             if st is not None:
                 # the slot this write reuses held the instance `cp` writes back: wait for its readers
                 x = st[1][(st[0] + 1) % cp]
+                if x > s:
+                    s = x
+        for r, cp in ins._tip:
+            st = war.get(r)
+            if st is not None:
+                # in place: wait for the other readers of the current instance
+                x = st[1][st[0] % cp]
                 if x > s:
                     s = x
         fin = s + dur
@@ -483,8 +495,10 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             st[0] += 1
             st[1][st[0] % cp] = 0.0
         rd = fin + lat
-        for d in ins._tw:
-            ready[d] = rd
+        if ins._tw:
+            v = (rd, fin, e)
+            for d in ins._tw:
+                ready[d] = v
         if rd > end:
             end = rd
         if spans is not None:
