@@ -39,14 +39,14 @@ def run(prog: Program, grid: tuple[int, int, int], args: list, chip: dict, mode:
 
 # ----------------------------------------------------------------------------- programs
 
-def dpe_peak_program(dtype: str, iters: int, m: int = 256, n: int = 256, k: int = 128) -> Program:
+def dpe_peak_program(dtype: str, iters: int, m: int = 256, n: int = 128, k: int = 128) -> Program:
     """Every PE loads one A and B tile (the same for all) and multiplies them `iters` times."""
     b = ProgramBuilder(f"dpe_peak_{dtype}")
     A, B = b.param_ptr("a", dtype), b.param_ptr("b", dtype)
     ta = b.dma_load(A, 0, [m, k], [k, 1])
     tb = b.dma_load(B, 0, [k, n], [n, 1])
     acc = b.zeros([1, 1], "i32" if dtype == "i8" else "f32")
-    out = b.zeros([m, n], acc.dtype)
+    out = b.tile([m, n], acc.dtype, name="out")
     with b.loop(0, iters, 1):
         b.matmul(ta, tb, acc, out=out)
     return b.build()
@@ -133,18 +133,18 @@ def measure(chip_name: str) -> list[dict]:
                      "ratio": measured / published if published else None, "source": SOURCE,
                      "chip": chip_name, "mode": mode, "note": note})
 
-    # DPE peaks: 64 PEs x 32 matmuls of 256x256x128 on resident tiles
+    # DPE peaks: every PE x 128 matmuls of 256x128x128 on resident tiles
     for dt, key, unit in (("bf16", "dpe_bf16_tflops", "TFLOPS"), ("i8", "dpe_int8_tops", "TOPS")):
-        prog = dpe_peak_program(dt, 32)
+        prog = dpe_peak_program(dt, 128)
         if dt == "i8":
-            a, bb = torch.ones(256, 128, dtype=torch.int8), torch.ones(128, 256, dtype=torch.int8)
+            a, bb = torch.ones(256, 128, dtype=torch.int8), torch.ones(128, 128, dtype=torch.int8)
         else:
-            a, bb = torch.randn(256, 128).bfloat16(), torch.randn(128, 256).bfloat16()
+            a, bb = torch.randn(256, 128).bfloat16(), torch.randn(128, 128).bfloat16()
         t = run(prog, (P, 1, 1), [a, bb], chip, mode="timing")
         row(f"dpe_peak_{dt}", unit, t.detail["dpe_flops"] / (t.time_us * 1e-6) / 1e12, pub.get(key), "timing")
 
     # SIMD: FMA (2 ops / element), 64 x 256 f32 tiles, 64 PEs
-    prog = simd_peak_program(64)
+    prog = simd_peak_program(512)
     t = run(prog, (P, 1, 1), [], chip, mode="timing")
     row("simd_peak_fma", "TOPS", t.detail["vector_flops"] / (t.time_us * 1e-6) / 1e12, pub.get("simd_tops"),
         "timing")
@@ -168,7 +168,7 @@ def measure(chip_name: str) -> list[dict]:
         pub.get("sram_gbps"), "functional", f"{P} PEs re-reading 256 KB")
 
     # local memory: one PE, 256 KB DMAs of SRAM-resident data (the PE's port is the limit)
-    tile, per = 65536, 128
+    tile, per = 65536, 1024
     src = torch.zeros(tile, dtype=torch.float32)
     prog = ProgramBuilder("local_stream")
     s_ = prog.param_ptr("src", "f32")
