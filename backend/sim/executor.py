@@ -45,6 +45,17 @@ def _shape_of(x: Any) -> list[int]:
     return list(x.shape) if isinstance(x, torch.Tensor) else []
 
 
+def _broadcast(shapes: list[list[int]]) -> list[int]:
+    """NumPy broadcasting of shapes (torch.broadcast_shapes is slow in the hot loop)."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for i, d in enumerate(s, nd - len(s)):
+            if d != 1:
+                out[i] = d
+    return out
+
+
 def _t_matmul(st: ExecState, ins: Instr) -> dict:
     a, b = st.v(ins.args["a"]), st.v(ins.args["b"])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -56,7 +67,7 @@ def _t_matmul(st: ExecState, ins: Instr) -> dict:
 
 def _t_elementwise(st: ExecState, ins: Instr) -> dict:
     shapes = [_shape_of(st.v(v)) for k, v in ins.args.items() if isinstance(v, str)]
-    shape = list(torch.broadcast_shapes(*[tuple(s) for s in shapes])) if shapes else []
+    shape = _broadcast(shapes)
     out_dtype = ins.attrs.get("out_dtype") or ins.attrs.get("to") or ins.attrs.get("dtype")
     if ins.op == "simd.cmp":
         out_dtype = "i1"
