@@ -351,6 +351,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 if x is not None and x[0] > t:
                     t = x[0]
             F = t + scal
+            busy[ins._te] += scal
             if ins._tw:
                 v = (F, F, -1)
                 for d in ins._tw:
@@ -358,6 +359,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             continue
         if k == K_LOOP:
             F += loopc
+            busy[0] += loopc
             lp = ins._tloop
             if lp is not None:
                 iv, params, inits, results = lp
