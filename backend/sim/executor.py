@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from backend.sim.isa import SEMANTICS, Block, ExecState, Instr, Program, SimulationError, registers_in
+from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
+                             registers_in)
 from backend.sim.memory import GlobalMemory
 
 Event = tuple  # (instr, cost dict or None, trip) -- one executed instruction
@@ -21,17 +22,139 @@ Event = tuple  # (instr, cost dict or None, trip) -- one executed instruction
 class ProgramTrace:
     pid: tuple[int, int, int]
     events: list[Event] = field(default_factory=list)
+    # region index -> (tensor argument name, bytes): lets the timing model tell first reads of a
+    # tensor (off-chip) from re-reads (on-chip SRAM). Shared by all traces of one launch.
+    regions: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
-def _prepare(block: Block) -> None:
+# ----------------------------------------------------------------------------- timing-only mode
+# Replacements for the heavy tile instructions: same cost inputs, no tile arithmetic. A
+# destination keeps its previous tensor when the shape and dtype match (no allocation).
+
+def _placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch.Tensor:
+    cur = st.r.get(reg)
+    tdt = TORCH_DTYPE[dtype]
+    if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
+        return cur
+    t = torch.zeros(shape, dtype=tdt)
+    st.r[reg] = t
+    return t
+
+
+def _shape_of(x: Any) -> list[int]:
+    return list(x.shape) if isinstance(x, torch.Tensor) else []
+
+
+def _broadcast(shapes: list[list[int]]) -> list[int]:
+    """NumPy broadcasting of shapes (torch.broadcast_shapes is slow in the hot loop)."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for i, d in enumerate(s, nd - len(s)):
+            if d != 1:
+                out[i] = d
+    return out
+
+
+def _t_matmul(st: ExecState, ins: Instr) -> dict:
+    a, b = st.v(ins.args["a"]), st.v(ins.args["b"])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    _placeholder(st, ins.dst[0], list(a.shape[:-1]) + [n], ins.attrs["out_dtype"])
+    batch = a.numel() // (m * k)
+    return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": ins.attrs["in_dtype"],
+            "flops": 2 * batch * m * n * k}
+
+
+def _t_elementwise(st: ExecState, ins: Instr) -> dict:
+    shapes = [_shape_of(st.v(v)) for k, v in ins.args.items() if isinstance(v, str)]
+    shape = _broadcast(shapes)
+    out_dtype = ins.attrs.get("out_dtype") or ins.attrs.get("to") or ins.attrs.get("dtype")
+    if ins.op == "simd.cmp":
+        out_dtype = "i1"
+    out = _placeholder(st, ins.dst[0], shape, out_dtype)
+    cost = {"elements": out.numel(), "dtype": ins.attrs.get("to") or ins.attrs["dtype"]}
+    if ins.op == "simd.fma":
+        cost["flops_per_element"] = 2
+    return cost
+
+
+def _t_splat(st: ExecState, ins: Instr) -> dict:
+    out = _placeholder(st, ins.dst[0], ins.attrs["shape"], ins.attrs["dtype"])
+    return {"elements": out.numel(), "dtype": ins.attrs["dtype"]}
+
+
+def _t_reduce(st: ExecState, ins: Instr) -> dict:
+    if ins.attrs.get("kind") is None or len(ins.args["srcs"]) != 1:
+        return SEMANTICS[ins.op].run(st, ins)
+    src = st.v(ins.args["srcs"][0])
+    axis = ins.attrs["axis"] % src.dim()
+    shape = [d for i, d in enumerate(src.shape) if i != axis]
+    if shape:
+        out = _placeholder(st, ins.dst[0], shape, _dtype_name(src.dtype))
+        n_out = out.numel()
+    else:
+        st.r[ins.dst[0]] = 0
+        n_out = 1
+    return {"elements": src.numel(), "out_elements": n_out, "combine_ops": 1}
+
+
+_DTYPE_NAME = {v: k for k, v in reversed(list(TORCH_DTYPE.items()))}
+
+
+def _dtype_name(t: torch.dtype) -> str:
+    return _DTYPE_NAME[t]
+
+
+def _t_dma_load(st: ExecState, ins: Instr) -> dict:
+    if ins.args.get("mask") is not None:
+        return SEMANTICS[ins.op].run(st, ins)
+    mem = st.memory
+    r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
+    if not shape or any(s < 0 for s in strides):
+        return SEMANTICS[ins.op].run(st, ins)
+    sub = [hi - lo for lo, hi in box]
+    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    n = 1
+    for d in sub:
+        n *= d
+    _placeholder(st, ins.dst[0], shape, dtype)
+    return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
+
+
+def _t_dma_store(st: ExecState, ins: Instr) -> dict:
+    if ins.args.get("mask") is not None:
+        return SEMANTICS[ins.op].run(st, ins)
+    mem = st.memory
+    r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
+    sub = [hi - lo for lo, hi in box]
+    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    n = 1
+    for d in sub:
+        n *= max(d, 0)
+    return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
+
+
+TIMING_ONLY = {
+    "dpe.matmul": _t_matmul, "simd.binary": _t_elementwise, "sfu.binary": _t_elementwise,
+    "simd.unary": _t_elementwise, "sfu.unary": _t_elementwise, "simd.fma": _t_elementwise,
+    "simd.cast": _t_elementwise, "simd.splat": _t_splat, "re.reduce": _t_reduce,
+    "dma_in.load": _t_dma_load, "dma_out.store": _t_dma_store,
+}
+
+
+def _prepare(block: Block, mode: str = "functional") -> None:
     """Cache per-instruction dispatch data on the objects (the hot loop reads them)."""
     for ins in block.instrs:
-        if not hasattr(ins, "_run"):
-            ins._run = SEMANTICS[ins.op].run if not ins.op.startswith("ctl.") or ins.op in (
+        if getattr(ins, "_mode", None) != mode:
+            run = SEMANTICS[ins.op].run if not ins.op.startswith("ctl.") or ins.op in (
                 "ctl.assert", "ctl.print") else None
+            if mode == "timing" and ins.op in TIMING_ONLY:
+                run = TIMING_ONLY[ins.op]
+            ins._run = run
+            ins._mode = mode
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))
         for b in ins.bodies:
-            _prepare(b)
+            _prepare(b, mode)
 
 
 def run_block(st: ExecState, block: Block, args: list[Any]) -> list[Any]:
@@ -115,11 +238,20 @@ def bind_params(program: Program, args: list[Any]) -> dict[str, Any]:
 
 
 def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
-            record: bool = True) -> list[ProgramTrace]:
-    """Run all programs of `grid`; returns one trace per program (empty events if not record)."""
-    _prepare(program.body)
+            record: bool = True, mode: str = "functional") -> list[ProgramTrace]:
+    """Run all programs of `grid`; returns one trace per program (empty events if not record).
+
+    mode="timing" skips the tile data computation of the heavy tile instructions (see
+    TIMING_ONLY below): scalars, control flow, DMA descriptors and cost inputs are
+    exact, tile contents are not, so outputs are garbage. Valid for programs whose control
+    flow and addresses do not depend on tile data (dense kernels); it gives the same events,
+    hence the same cycles, as the functional mode."""
+    if mode not in ("functional", "timing"):
+        raise ValueError(f"unknown execution mode '{mode}'")
+    _prepare(program.body, mode)
     tensors = [(p["name"], a) for p, a in zip(program.params, args) if isinstance(a, torch.Tensor)]
     memory = GlobalMemory(tensors)
+    regions = {r.index: (r.name, r.nbytes) for r in memory.regions}
     base = bind_params(program, args)
     traces: list[ProgramTrace] = []
     gx, gy, gz = grid
@@ -130,5 +262,5 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
                 st.r.update(base)
                 st.events = [] if record else None
                 run_block(st, program.body, [])
-                traces.append(ProgramTrace((x, y, z), st.events or []))
+                traces.append(ProgramTrace((x, y, z), st.events or [], regions))
     return traces

@@ -1,13 +1,71 @@
-"""Timing model: prices the executed instructions of a launch in cycles of the chip config.
+"""Timing model: prices the executed instructions of a launch in cycles of a chip config.
 
-Placeholder until the machine model lands: every instruction costs one cycle on its engine and
-programs are spread round-robin over the PE grid. The interface is the one the driver uses:
-`price_launch(program, traces, chip) -> LaunchTiming`.
+`price_launch(program, traces, chip) -> LaunchTiming` is what the driver calls. Every number
+the model uses comes from the chip config (backend/configs/<chip>.toml); nothing here is
+specific to one chip.
+
+Per PE: a dataflow list scheduler over the dynamic instruction stream of each program.
+  - The command processor walks the events in program order. A tile instruction costs it
+    `issue_cycles` to dispatch into its engine's in-order queue (`queue_depth` entries: issue
+    stalls while the instruction `queue_depth` earlier on that engine has not finished).
+    Scalar and control ops (and the scalar fallback loads/stores) execute on the control core
+    itself, so they block issue until their operands are ready: cheap but not free.
+  - A tile instruction starts at max(issue time, engine free, RAW: the producers of every
+    register it reads are done, WAR: a write to a tile register with a `copies`-deep buffer
+    waits until the readers of the instance `copies` writes earlier are done). With copies=2 the
+    DMA of tile i+1 overlaps the compute on tile i; with copies=1 it waits for it.
+  - Engine occupancy is `fixed_cycles + throughput time`; the result becomes readable
+    `latency_cycles` later (pipeline drain, NoC round trip) without holding the engine.
+  - Loop-carried registers: at iteration 0 a loop's body parameters take the ready time of the
+    inits, later of the body results; a loop's (or if's) results alias the body results.
+    Block parameters of `ctl.while` are not tracked (approximation: ready at once).
+
+Engine costs (from the cost inputs of backend/sim/isa.py):
+  - DPE: 2 * batch * m' * n' * k' / flops_per_cycle[in_dtype], m, n padded to tile_m / tile_n and
+    k to tile_k_bytes of input (INT8 2x BF16 from the table; FP32 at the vector-core rate).
+  - SIMD / SFU / RE: elements / elements_per_cycle (RE times the combine ops of a region).
+  - MLU: bytes / bytes_per_cycle.
+  - DMA: every contiguous run is padded to whole `burst_bytes` bursts (+ `misaligned_extra_bytes`
+    when the start is not 32-byte aligned); the transfer takes max(bytes at each level it
+    crosses / that level's share, runs * run_cycles (gather_run_cycles for index-driven DMA)).
+  - Scalar fallback (scalar.load/store): `access_cycles` per element, blocking the control core.
+  - Atomics: `atomic_cycles` per element on DMA_OUT.
+
+Chip level:
+  - Program i runs on PE i mod n_pe (round-robin by linear program id, x fastest). A PE runs its
+    programs back to back, `replace_us` between two; kernel time = launch_us + the slowest PE,
+    and never less than the off-chip bytes / off-chip bandwidth.
+  - Shared bandwidth: the on-chip SRAM and the off-chip level are shared by the PEs active at
+    once; each of the n_active = min(n_pe, programs) PEs gets bandwidth / n_active (a static,
+    deterministic share), capped by its local-memory bandwidth.
+  - Which level a read comes from: the first read of each byte of a tensor comes from off-chip,
+    re-reads hit the SRAM (LLC) while the launch's footprint fits `sram.llc_bytes`. Applied as a
+    per-tensor fraction, spread evenly over all its reads: f = unique bytes / bytes read (unique
+    bytes = the tensor size, or the distinct tiles read when the size is unknown); if the
+    footprint exceeds the LLC, re-reads hit with probability llc_bytes / footprint. Spreading
+    (rather than charging the first reader) keeps the result independent of program order,
+    as PEs in flight together share the misses. `resident=` names tensors already in SRAM.
+  - Writes go to the SRAM; their write-back to off-chip is counted in bytes (lpddr_write) but
+    is off the critical path while the footprint fits the LLC, on it (at the off-chip share)
+    otherwise.
+
+Deterministic by construction: integer-free float arithmetic in program order, no wall clock,
+no dependence on hash order. Per-instruction spans are only collected with `trace=True`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
+
+from backend.sim.isa import ITEMSIZE, registers_in
+
+ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
+_EIDX = {e: i for i, e in enumerate(ENGINE_ORDER)}
+
+# instruction kinds (small ints: the hot loop dispatches on them)
+_ZERO = (0.0, 0.0, -1)
+K_SCALAR, K_LOOP, K_DPE, K_SIMD, K_SFU, K_RE, K_MLU, K_DMA_IN, K_DMA_OUT, K_ATOMIC, K_SCALAR_MEM = range(11)
 
 
 @dataclass
@@ -18,16 +76,443 @@ class LaunchTiming:
     bytes: dict[str, int] = field(default_factory=dict)
     flops: int = 0
     detail: dict[str, Any] = field(default_factory=dict)
+    flops_per_s: float = 0.0
+    bytes_per_s: dict[str, float] = field(default_factory=dict)
+    spans: list | None = None  # (pe, engine, start, end, name) when priced with trace=True
+    chip: str = ""
 
 
-def price_launch(program: Any, traces: list, chip: dict) -> LaunchTiming:
-    n_pe = chip["pe_grid"]["rows"] * chip["pe_grid"]["cols"]
-    per_pe = [0] * n_pe
-    busy: dict[str, int] = {}
+# ----------------------------------------------------------------------------- chip parameters
+
+class ChipModel:
+    """The config turned into per-cycle figures the pricing loop reads."""
+
+    def __init__(self, chip: dict):
+        self.name = chip["name"]
+        self.clock_ghz = float(chip["clock_ghz"])
+        self.n_pe = int(chip["pe_grid"]["rows"]) * int(chip["pe_grid"]["cols"])
+        ghz = self.clock_ghz
+        self.local_bpc = chip["local_memory"]["bandwidth_gbps"] / ghz
+        self.sram_bpc = chip["sram"]["bandwidth_gbps"] / ghz
+        self.off_bpc = chip["offchip"]["bandwidth_gbps"] / ghz
+        self.llc_bytes = int(chip["sram"].get("llc_bytes", chip["sram"]["bytes"]))
+        self.launch_cycles = chip["launch"]["launch_us"] * 1e3 * ghz
+        self.replace_cycles = chip["launch"]["replace_us"] * 1e3 * ghz
+        cp = chip["command_processor"]
+        self.issue = float(cp["issue_cycles"])
+        self.scalar = float(cp["scalar_cycles"])
+        self.loop = float(cp["loop_cycles"])
+        self.depth = int(cp["queue_depth"])
+        d = chip["dpe"]
+        self.dpe_rate = {k: float(v) for k, v in d["flops_per_cycle"].items()}
+        self.tile_m, self.tile_n, self.tile_kb = int(d["tile_m"]), int(d["tile_n"]), int(d["tile_k_bytes"])
+        self.fixed = [0.0] * len(ENGINE_ORDER)
+        self.latency = [0.0] * len(ENGINE_ORDER)
+        for eng, sec in (("DPE", "dpe"), ("SIMD", "simd"), ("SFU", "sfu"), ("RE", "re"), ("MLU", "mlu"),
+                         ("DMA_IN", "dma"), ("DMA_OUT", "dma")):
+            self.fixed[_EIDX[eng]] = float(chip[sec]["fixed_cycles"])
+            self.latency[_EIDX[eng]] = float(chip[sec]["latency_cycles"])
+        self.simd_epc = float(chip["simd"]["elements_per_cycle"])
+        self.sfu_epc = float(chip["sfu"]["elements_per_cycle"])
+        self.re_epc = float(chip["re"]["elements_per_cycle"])
+        self.mlu_bpc = float(chip["mlu"]["bytes_per_cycle"])
+        dma = chip["dma"]
+        self.burst = int(dma["burst_bytes"])
+        self.misalign = int(dma["misaligned_extra_bytes"])
+        self.run_cycles = float(dma["run_cycles"])
+        self.gather_run_cycles = float(dma["gather_run_cycles"])
+        self.atomic_cycles = float(dma["atomic_cycles"])
+        self.scalar_access = float(chip["scalar_path"]["access_cycles"])
+
+    def dpe_cycles(self, c: dict) -> float:
+        dt = c["in_dtype"]
+        rate = self.dpe_rate.get(dt) or self.dpe_rate["bf16"]
+        kq = max(1, self.tile_kb // ITEMSIZE.get(dt, 2))
+        tm, tn = self.tile_m, self.tile_n
+        m, n, k = c["m"], c["n"], c["k"]
+        padded = 2 * c["batch"] * (-(-m // tm) * tm) * (-(-n // tn) * tn) * (-(-k // kq) * kq)
+        return padded / rate
+
+
+# ----------------------------------------------------------------------------- program preparation
+
+def _kind(op: str) -> int:
+    if op == "ctl.for" or op == "ctl.while":
+        return K_LOOP
+    pre = op.split(".", 1)[0]
+    if pre in ("ctl",):
+        return K_SCALAR
+    if op in ("scalar.load", "scalar.store"):
+        return K_SCALAR_MEM
+    if pre == "scalar":
+        return K_SCALAR
+    if op == "dma_out.atomic":
+        return K_ATOMIC
+    return {"dpe": K_DPE, "simd": K_SIMD, "sfu": K_SFU, "re": K_RE, "mlu": K_MLU,
+            "dma_in": K_DMA_IN, "dma_out": K_DMA_OUT}[pre]
+
+
+def _regs(operands: Iterable) -> list[str]:
+    return registers_in(list(operands))
+
+
+def prepare(program: Any) -> None:
+    """Cache structural scheduling data on the instructions of `program` (idempotent)."""
+    if getattr(program, "_timing_prepared", False):
+        return
+    alias: dict[str, tuple[str, ...]] = {}
+
+    def collect(block) -> None:
+        for ins in block.instrs:
+            for b in ins.bodies:
+                collect(b)
+            if ins.op == "ctl.for":
+                res = [r if isinstance(r, str) else None for r in ins.bodies[0].results]
+                for d, r in zip(ins.dst, res):
+                    if r:
+                        alias[d] = (r,)
+            elif ins.op == "ctl.if":
+                for i, d in enumerate(ins.dst):
+                    alias[d] = tuple(b.results[i] for b in ins.bodies
+                                     if i < len(b.results) and isinstance(b.results[i], str))
+            elif ins.op == "ctl.while":
+                res = ins.bodies[0].results[1:]
+                for d, r in zip(ins.dst, res):
+                    if isinstance(r, str):
+                        alias[d] = (r,)
+
+    collect(program.body)
+
+    def resolve(r: str, depth: int = 0) -> tuple[str, ...]:
+        if r not in alias or depth > 32:
+            return (r,)
+        out: list[str] = []
+        for x in alias[r]:
+            out.extend(resolve(x, depth + 1))
+        return tuple(dict.fromkeys(out))
+
+    copies = {r: b.copies for r, b in program.buffers.items()}
+
+    def walk(block) -> None:
+        for ins in block.instrs:
+            reads = ins._reads if hasattr(ins, "_reads") else tuple(dict.fromkeys(_regs(ins.args.values())))
+            rr: list[str] = []
+            for r in reads:
+                rr.extend(resolve(r))
+            ins._tk = _kind(ins.op)
+            ins._te = _EIDX[ins.engine]
+            ins._tr = tuple(dict.fromkeys(rr))
+            ins._tw = tuple(ins.dst)
+            ins._trb = tuple((r, copies[r]) for r in ins._tr if r in copies)
+            # a read-modify-write of a register (in-place accumulate) stays in the same buffer instance
+            ins._tww = tuple((r, copies[r]) for r in ins.dst if r in copies and r not in ins._tr)
+            ins._tip = tuple((r, copies[r]) for r in ins.dst if r in copies and r in ins._tr)
+            if ins.op == "ctl.for":
+                body = ins.bodies[0]
+                inits = [x if isinstance(x, str) else None for x in ins.args.get("inits", [])]
+                res = [x if isinstance(x, str) else None for x in body.results]
+                ins._tloop = (body.params[0] if body.params else None, tuple(body.params[1:]),
+                              tuple(inits), tuple(res))
+            else:
+                ins._tloop = None
+            for b in ins.bodies:
+                walk(b)
+
+    walk(program.body)
+    program._timing_prepared = True
+
+
+# ----------------------------------------------------------------------------- memory levels
+
+def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) -> tuple[dict, dict]:
+    """Per region index: the fraction of its read bytes that come from off-chip."""
+    read: dict[int, int] = {}
+    tiles: dict[int, dict] = {}
+    for t in traces:
+        for ins, c in t.events:
+            if ins._tk == K_DMA_IN and c:
+                reg = c.get("region")
+                if reg is None:
+                    continue
+                read[reg] = read.get(reg, 0) + c["bytes"]
+                key = (c.get("addr"), c["bytes"], c["runs"])
+                seen = tiles.setdefault(reg, {})
+                if key not in seen:
+                    seen[key] = c["bytes"]
+    regions: dict = {}
+    for t in traces:
+        regions = getattr(t, "regions", None) or regions
+        if regions:
+            break
+    unique: dict[int, int] = {}
+    for reg, total in read.items():
+        u = sum(tiles[reg].values())
+        if reg in regions:
+            u = min(u, regions[reg][1]) if u else regions[reg][1]
+        unique[reg] = min(u, total)
+    if resident is True:
+        res_idx = set(read)
+    else:
+        names = set(resident or ())
+        res_idx = {i for i, (name, _) in regions.items() if name in names}
+    footprint = sum(unique.values())
+    hit = 1.0 if footprint <= m.llc_bytes else m.llc_bytes / footprint
+    frac = {}
+    for reg, total in read.items():
+        if reg in res_idx or total == 0:
+            frac[reg] = 0.0
+        else:
+            f0 = unique[reg] / total
+            frac[reg] = 1.0 - (1.0 - f0) * hit
+    return frac, {"footprint_bytes": footprint, "llc_hit_rate_on_reuse": hit}
+
+
+# ----------------------------------------------------------------------------- pricing
+
+def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
+                 resident: Iterable[str] | bool = ()) -> LaunchTiming:
+    """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
+    `resident` names tensor arguments already in on-chip SRAM (True: all of them)."""
+    m = ChipModel(chip)
+    prepare(program)
+    n_prog = len(traces)
+    if n_prog == 0:
+        cyc = m.launch_cycles
+        return LaunchTiming(int(math.ceil(cyc)), cyc / (m.clock_ghz * 1e3), chip=m.name)
+    n_active = min(m.n_pe, n_prog)
+    frac, mem_detail = _read_fractions(traces, m, resident)
+    spill = mem_detail["llc_hit_rate_on_reuse"] < 1.0
+    sram_share = min(m.sram_bpc / n_active, m.local_bpc)
+    off_share = min(m.off_bpc / n_active, m.local_bpc)
+    pe_time = [0.0] * m.n_pe
+    pe_programs = [0] * m.n_pe
+    busy = [0.0] * len(ENGINE_ORDER)
+    acc = {"off_read": 0.0, "off_write": 0.0, "sram_read": 0.0, "sram_write": 0.0, "local": 0.0,
+           "dpe_flops": 0, "vec_flops": 0, "scalar_accesses": 0}
+    spans: list | None = [] if trace else None
     for i, t in enumerate(traces):
-        c = len(t.events)
-        per_pe[i % n_pe] += c
-        for ins, _ in t.events:
-            busy[ins.engine] = busy.get(ins.engine, 0) + 1
-    cycles = max(per_pe) if traces else 0
-    return LaunchTiming(cycles, cycles / (chip["clock_ghz"] * 1e3), busy)
+        pe = i % m.n_pe
+        start = pe_time[pe] + (m.replace_cycles if pe_programs[pe] else 0.0)
+        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe)
+        if spans is not None:
+            spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
+        pe_time[pe] = end
+        pe_programs[pe] += 1
+    slowest = max(pe_time)
+    off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
+    off_bound = off_bytes / m.off_bpc
+    cycles_f = m.launch_cycles + max(slowest, off_bound)
+    cycles = int(math.ceil(cycles_f - 1e-9))
+    time_us = cycles / (m.clock_ghz * 1e3)
+    secs = time_us * 1e-6
+    flops = int(acc["dpe_flops"] + acc["vec_flops"])
+    nbytes = {"lpddr": int(round(acc["off_read"] + acc["off_write"])),
+              "lpddr_read": int(round(acc["off_read"])), "lpddr_write": int(round(acc["off_write"])),
+              "sram": int(round(acc["sram_read"] + acc["sram_write"])),
+              "sram_read": int(round(acc["sram_read"])), "sram_write": int(round(acc["sram_write"])),
+              "local": int(round(acc["local"]))}
+    detail = {"n_programs": n_prog, "n_active_pes": n_active, "pe_cycles_max": slowest,
+              "offchip_bound_cycles": off_bound, "launch_cycles": m.launch_cycles,
+              "dpe_flops": int(acc["dpe_flops"]), "vector_flops": int(acc["vec_flops"]),
+              "scalar_accesses": int(acc["scalar_accesses"]),
+              "events": sum(len(t.events) for t in traces),
+              "offchip_read_fraction": {str(k): v for k, v in sorted(frac.items())}, **mem_detail}
+    return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINE_ORDER, busy)}, nbytes, flops,
+                        detail, flops / secs if secs else 0.0,
+                        {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
+              spill: bool, busy: list, acc: dict, spans: list | None, pe: int) -> float:
+    """List-schedule one program's events starting at t0; returns its finish time."""
+    ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
+    rget = ready.get
+    war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
+    nq = len(ENGINE_ORDER)
+    free = [t0] * nq
+    qfin: list[list[float]] = [[] for _ in range(nq)]
+    depth = m.depth
+    fixed, latency = m.fixed, m.latency
+    issue, scal, loopc = m.issue, m.scalar, m.loop
+    simd_epc, sfu_epc, re_epc, mlu_bpc = m.simd_epc, m.sfu_epc, m.re_epc, m.mlu_bpc
+    burst, misalign, run_c, grun_c = m.burst, m.misalign, m.run_cycles, m.gather_run_cycles
+    local_bpc = m.local_bpc
+    F = t0          # command processor (control core) time
+    end = t0
+    dpe_flops = vec_flops = 0
+    off_r = off_w = sram_r = sram_w = local = 0.0
+    scalar_acc = 0
+    for ins, c in events:
+        k = ins._tk
+        if k == K_SCALAR:
+            t = F
+            for r in ins._tr:
+                x = rget(r)
+                if x is not None and x[0] > t:
+                    t = x[0]
+            F = t + scal
+            busy[ins._te] += scal
+            if ins._tw:
+                v = (F, F, -1)
+                for d in ins._tw:
+                    ready[d] = v
+            continue
+        if k == K_LOOP:
+            F += loopc
+            busy[0] += loopc
+            lp = ins._tloop
+            if lp is not None:
+                iv, params, inits, results = lp
+                if iv:
+                    ready[iv] = (F, F, -1)
+                src = inits if (c and c.get("iteration", 0) == 0) else results
+                for p, s in zip(params, src):
+                    ready[p] = rget(s, _ZERO) if s else _ZERO
+            continue
+        if k == K_SCALAR_MEM:
+            t = F
+            for r in ins._tr:
+                x = rget(r)
+                if x is not None and x[0] > t:
+                    t = x[0]
+            n = c["elements"] if c else 0
+            dur = scal + n * m.scalar_access
+            scalar_acc += n
+            b = c["bytes"] if c else 0
+            if ins.op == "scalar.load":
+                sram_r += b
+            else:
+                sram_w += b
+            F = t + dur
+            busy[1] += dur
+            for d in ins._tw:
+                ready[d] = (F, F, -1)
+            if spans is not None:
+                spans.append((pe, "SCALAR", t, F, ins.op))
+            if F > end:
+                end = F
+            continue
+        e = ins._te
+        # ---- engine cost
+        lat = latency[e]
+        if k == K_DPE:
+            dur = fixed[e] + m.dpe_cycles(c)
+            dpe_flops += c["flops"]
+        elif k == K_SIMD:
+            n = c["elements"]
+            dur = fixed[e] + n / simd_epc
+            vec_flops += n * c.get("flops_per_element", 1)
+        elif k == K_SFU:
+            n = c["elements"]
+            dur = fixed[e] + n / sfu_epc
+            vec_flops += n
+        elif k == K_RE:
+            dur = fixed[e] + c["elements"] * c.get("combine_ops", 1) / re_epc
+        elif k == K_MLU:
+            b = c["bytes"]
+            dur = fixed[e] + b / mlu_bpc
+            local += 2 * b
+        elif k == K_DMA_IN or k == K_DMA_OUT:
+            b = c["bytes"]
+            runs = c["runs"]
+            if b and runs:
+                rb = c["run_bytes"]
+                eff = runs * (-(-rb // burst) * burst)
+                if c.get("aligned32") is False:
+                    eff += runs * misalign
+                if eff < b:
+                    eff = b
+                rc = grun_c if c.get("indexed") else run_c
+                if k == K_DMA_IN:
+                    f = frac.get(c.get("region"), 1.0)
+                    off = eff * f
+                    t_x = max(off / off_share, eff / sram_share, runs * rc)
+                    off_r += off * (b / eff)
+                    sram_r += (eff - off) * (b / eff)
+                else:
+                    t_x = max(eff / sram_share, runs * rc)
+                    if spill:
+                        t_x = max(t_x, eff / off_share)
+                    off_w += b
+                    sram_w += b
+                local += b
+                dur = fixed[e] + t_x
+            else:
+                dur = fixed[e]
+        else:  # K_ATOMIC
+            n = c.get("atomics", c.get("elements", 0)) if c else 0
+            dur = fixed[e] + n * m.atomic_cycles
+            sram_w += c.get("bytes", 0) if c else 0
+        # ---- issue (in-order command processor, bounded engine queues)
+        q = qfin[e]
+        t_issue = F
+        if len(q) >= depth:
+            x = q[-depth]
+            if x > t_issue:
+                t_issue = x
+        F = t_issue + issue
+        # ---- start: engine free, RAW, WAR
+        s = free[e]
+        if t_issue > s:
+            s = t_issue
+        for r in ins._tr:
+            x = rget(r)
+            if x is not None:
+                # a producer on the same in-order engine forwards: its drain latency is hidden
+                x = x[1] if x[2] == e else x[0]
+                if x > s:
+                    s = x
+        for r, cp in ins._tww:
+            st = war.get(r)
+            if st is not None:
+                # the slot this write reuses held the instance `cp` writes back: wait for its readers
+                x = st[1][(st[0] + 1) % cp]
+                if x > s:
+                    s = x
+        for r, cp in ins._tip:
+            st = war.get(r)
+            if st is not None:
+                # in place: wait for the other readers of the current instance
+                x = st[1][st[0] % cp]
+                if x > s:
+                    s = x
+        fin = s + dur
+        free[e] = fin
+        q.append(fin)
+        if len(q) > 4 * depth:
+            del q[:-depth]
+        busy[e] += dur
+        for r, cp in ins._trb:
+            st = war.get(r)
+            if st is None:
+                st = war[r] = [0, [0.0] * cp]
+            slot = st[1]
+            i = st[0] % cp
+            if fin > slot[i]:
+                slot[i] = fin
+        for r, cp in ins._tww:
+            st = war.get(r)
+            if st is None:
+                st = war[r] = [0, [0.0] * cp]
+            st[0] += 1
+            st[1][st[0] % cp] = 0.0
+        rd = fin + lat
+        if ins._tw:
+            v = (rd, fin, e)
+            for d in ins._tw:
+                ready[d] = v
+        if rd > end:
+            end = rd
+        if spans is not None:
+            spans.append((pe, ENGINE_ORDER[e], s, fin, ins.op))
+    if F > end:
+        end = F
+    acc["off_read"] += off_r
+    acc["off_write"] += off_w
+    acc["sram_read"] += sram_r
+    acc["sram_write"] += sram_w
+    acc["local"] += local
+    acc["dpe_flops"] += dpe_flops
+    acc["vec_flops"] += vec_flops
+    acc["scalar_accesses"] += scalar_acc
+    return end
