@@ -104,11 +104,16 @@ def itemsize(dtype: str) -> int:
 
 
 def load_all() -> dict[str, Workload]:
-    """Import every study/workloads module (one per op family) so its workloads register."""
+    """Import every study/workloads module (one per op family) so its workloads register,
+    then baselines/expert, whose modules add the `expert` implementation to them."""
     import importlib
     import pkgutil
 
+    import baselines.expert as expert
     import study.workloads as pkg
     for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         importlib.import_module(f"study.workloads.{m.name}")
+    # expert programs attach themselves to the workloads declared above
+    for m in sorted(pkgutil.iter_modules(expert.__path__), key=lambda m: m.name):
+        importlib.import_module(f"baselines.expert.{m.name}")
     return WORKLOADS
