@@ -3,6 +3,8 @@
 Programs run one after another (pid x fastest, as Triton numbers them). Each executed
 instruction reports its cost inputs; the list of (instruction, cost) per program is what the
 timing model prices. Control flow (for / if / while) is run here, by the command processor.
+`execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
+produce the same cost inputs without computing tile data (for simulator speed on big shapes).
 """
 from __future__ import annotations
 

@@ -79,7 +79,8 @@ def empty_program() -> Program:
 
 
 def gemm_program(M: int, N: int, K: int, BM: int = 256, BN: int = 128, BK: int = 32,
-                 workers: int = 64, dtype: str = "bf16", stages: int = 3) -> Program:
+                 workers: int = 64, dtype: str = "bf16", stages: int = 3, acc_copies: int = 2,
+                 chip: str | None = None) -> Program:
     """Expert GEMM C[M,N] (f32) = A[M,K] @ B[K,N]: persistent, one program per PE.
 
     Program w computes output tiles w, w + workers, ... (BM x BN each; tile t is row block
@@ -94,11 +95,11 @@ def gemm_program(M: int, N: int, K: int, BM: int = 256, BN: int = 128, BK: int =
     workers = min(workers, n_tiles)
     assert n_tiles % workers == 0, "workers must divide the number of output tiles"
     per_worker = -(-n_tiles // workers)
-    b = ProgramBuilder(f"gemm_{M}x{N}x{K}")
+    b = ProgramBuilder(f"gemm_{M}x{N}x{K}", chip=chip)
     A, B, C = b.param_ptr("a", dtype), b.param_ptr("b", dtype), b.param_ptr("c", "f32")
     w = b.pid(0)
     zero = b.zeros([1, 1], "f32")
-    acc = b.tile([BM, BN], "f32", copies=2, name="acc")
+    acc = b.tile([BM, BN], "f32", copies=acc_copies, name="acc")
     with b.loop(0, per_worker, 1, name="t") as j:
         t = b.add(w, b.mul(j, workers))
         row = b.mul(b.scalar("sdiv", t, tiles_n), BM)
@@ -113,6 +114,26 @@ def gemm_program(M: int, N: int, K: int, BM: int = 256, BN: int = 128, BK: int =
             b.matmul(ta, tb, acc)
         b.dma_store(C, acc, b.add(b.mul(row, N), col), [N, 1])
     return b.build()
+
+
+# tile configs tried in order, the first that fits the chip's local memory wins
+GEMM_CONFIGS = ({"BM": 256, "BN": 128, "BK": 32, "stages": 3, "acc_copies": 2},
+                {"BM": 128, "BN": 128, "BK": 32, "stages": 3, "acc_copies": 2},
+                {"BM": 128, "BN": 128, "BK": 32, "stages": 2, "acc_copies": 1},
+                {"BM": 64, "BN": 64, "BK": 32, "stages": 2, "acc_copies": 1})
+
+
+def gemm_for_chip(M: int, N: int, K: int, chip: str) -> tuple[Program, dict]:
+    from backend.sim.builder import LocalMemoryOverflow
+    P = n_pes(load_chip(chip))
+    for cfg in GEMM_CONFIGS:
+        n_tiles = (M // cfg["BM"]) * (N // cfg["BN"])
+        workers = max(w for w in range(1, min(P, n_tiles) + 1) if n_tiles % w == 0)
+        try:
+            return gemm_program(M, N, K, workers=workers, chip=chip, **cfg), {**cfg, "workers": workers}
+        except LocalMemoryOverflow:
+            continue
+    raise LocalMemoryOverflow(f"no GEMM tile config fits the local memory of {chip}")
 
 
 def gemm_grid(M: int, N: int, BM: int = 256, BN: int = 128, workers: int = 64) -> tuple[int, int, int]:
@@ -185,7 +206,7 @@ def measure(chip_name: str) -> list[dict]:
     # expert GEMM 2048^3 BF16
     g = gemm_fraction(chip_name, 2048, mode="timing")
     row("gemm_2048_bf16_frac_of_peak", "fraction", g["frac_of_peak"], pub.get("gemm_2048_frac"), "timing",
-        f"{g['tflops']:.1f} TFLOPS, {g['cycles']} cycles")
+        f"{g['tflops']:.1f} TFLOPS, {g['cycles']} cycles, tiles {g['tiles']['BM']}x{g['tiles']['BN']}x{g['tiles']['BK']}")
     return rows
 
 
@@ -193,10 +214,10 @@ def gemm_fraction(chip_name: str, size: int, mode: str = "timing", check: bool =
     chip = load_chip(chip_name)
     P = n_pes(chip)
     M = N = K = size
-    prog = gemm_program(M, N, K, workers=P)
+    prog, cfg = gemm_for_chip(M, N, K, chip_name)
     a, bb = torch.randn(M, K).bfloat16(), torch.randn(K, N).bfloat16()
     c = torch.zeros(M, N)
-    traces = execute(prog, gemm_grid(M, N, workers=P), [a, bb, c], mode=mode)
+    traces = execute(prog, gemm_grid(M, N, cfg["BM"], cfg["BN"], workers=cfg["workers"]), [a, bb, c], mode=mode)
     t = price_launch(prog, traces, chip)
     if check:
         torch.testing.assert_close(c, a.float() @ bb.float(), atol=2e-2, rtol=2e-2)
@@ -204,7 +225,7 @@ def gemm_fraction(chip_name: str, size: int, mode: str = "timing", check: bool =
     flops = 2 * M * N * K
     tflops = flops / (t.time_us * 1e-6) / 1e12
     return {"cycles": t.cycles, "time_us": t.time_us, "tflops": tflops, "frac_of_peak": tflops * 1e12 / peak,
-            "timing": t, "events": sum(len(x.events) for x in traces)}
+            "timing": t, "events": sum(len(x.events) for x in traces), "tiles": cfg}
 
 
 # ----------------------------------------------------------------------------- CLI
