@@ -15,7 +15,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tests
 
 reproduce: $(STAMP)
-	$(PY) -m study reproduce
+	$(PY) -m study reproduce --workers $(JOBS)
 
 bench-compile: $(STAMP)
 	$(PY) -m backend.bench_compile
@@ -27,7 +27,7 @@ microbench: $(STAMP)
 	$(PY) -m backend.sim.microbench --chip mtia2i
 
 gate: $(STAMP)
-	$(PY) -m study gate
+	$(PY) -m study gate --workers $(JOBS)
 
 clean-cache:
 	rm -rf $${TRITON_CACHE_DIR:-$$HOME/.triton/cache}

@@ -28,6 +28,7 @@ class Interval:
     nbytes: int
     copies: int
     loc: str
+    members: list = None  # values sharing this buffer (loop-carried and in-place results)
 
 
 def _buffered_loads(fn: Function, stages: int) -> dict[Value, int]:
@@ -65,6 +66,7 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
     last: dict[Value, int] = {}
     alias: dict[Value, Value] = {}
     loops: list[tuple[int, int, set]] = []  # (first op, end, values defined inside)
+    inplace: list[tuple] = []                # candidate buffer sharing, checked below
     counter = 0
 
     def root(v: Value) -> Value:
@@ -94,9 +96,18 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
                 defined.add(res)
             if _is_view(op):
                 alias[op.result] = op.operands[0]
+            if op.name == "tt.dot":
+                inplace.append(("dot", op.result, op.operands[2], idx))
+            elif op.name == "scf.for":
+                body = op.regions[0]
+                y = body.ops[-1] if body.ops and body.ops[-1].name == "scf.yield" else None
+                for j, res in enumerate(op.results):
+                    inplace.append(("for", body.args[1 + j], y.operands[j] if y else None, res,
+                                    op.operands[3 + j], idx))
         return defined
 
     visit(fn.body)
+    classes = _share_buffers(inplace, defs, last, root)
     # a value used inside a loop but defined outside stays live until the loop ends
     # (inner loops are listed before the loops that contain them)
     for start, end, inner in loops:
@@ -104,9 +115,51 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
             if v not in inner and d < start and start <= last.get(v, -1) < end:
                 last[v] = end
     buffered = _buffered_loads(fn, stages)
-    return [Interval(v, d, last.get(v, d), v.type.nbytes, buffered.get(v, 1), loc)
-            for v, (d, loc) in defs.items()
-            if v.type.is_tile and v.type.elem != "blockptr" and v not in alias]
+    groups: dict = {}
+    for v, (d, loc) in defs.items():
+        if v.type.is_tile and v.type.elem != "blockptr" and v not in alias:
+            groups.setdefault(classes(v), []).append(v)
+    out = []
+    for rep_v, members in groups.items():
+        start = min(defs[m][0] for m in members)
+        end = max(last.get(m, defs[m][0]) for m in members)
+        loc = next((defs[m][1] for m in members if defs[m][1]), "")
+        out.append(Interval(rep_v, start, end, max(m.type.nbytes for m in members),
+                            max(buffered.get(m, 1) for m in members), loc, members))
+    return out
+
+
+def _share_buffers(cands: list, defs: dict, last: dict, root) -> "callable":
+    """Union values that can live in one buffer: a dot's result with its accumulator when
+    nothing reads the accumulator afterwards (the DPE accumulates in place), and a loop's
+    carried value across init, iteration argument, yielded value and result."""
+    parent: dict = {}
+
+    def find(v):
+        while parent.get(v, v) is not v:
+            v = parent[v]
+        return v
+
+    def union(a, b):
+        if a is None or b is None or not a.type.is_tile or not b.type.is_tile:
+            return
+        ra, rb = find(root(a)), find(root(b))
+        if ra is not rb and ra.type.nbytes == rb.type.nbytes:
+            parent[rb] = ra
+
+    for c in cands:
+        if c[0] == "dot":
+            _, res, acc, idx = c
+            if last.get(root(acc), -1) <= idx:
+                union(res, acc)
+        else:
+            _, arg, yielded, res, init, idx = c
+            if yielded is not None and yielded is not arg and last.get(arg, -1) <= defs[root(yielded)][0]:
+                union(arg, yielded)
+                union(res, yielded)
+            if last.get(root(init), -1) <= idx:
+                union(arg, init)
+    return lambda v: find(root(v))
 
 
 def allocate(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer], int]:
@@ -127,8 +180,9 @@ def allocate(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer
         peak = max(peak, offset + size)
         if offset + size > capacity:
             raise _overflow(fn, capacity, active)
-        buffers[iv.value.name] = Buffer(list(iv.value.type.shape), iv.value.type.elem, offset, iv.nbytes,
-                                        iv.copies)
+        buf = Buffer(list(iv.value.type.shape), iv.value.type.elem, offset, iv.nbytes, iv.copies)
+        for m in iv.members or [iv.value]:
+            buffers[m.name] = buf
     return buffers, peak
 
 

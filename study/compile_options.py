@@ -59,16 +59,23 @@ def _patch_jit_run() -> None:
     JITFunction.run = run
 
 
-@contextlib.contextmanager
-def compile_options(label: str) -> Iterator[dict[str, Any]]:
-    """Compile everything inside the block with the named option set."""
+def activate(label: str) -> dict[str, Any]:
+    """Compile everything from now on in this process with the named option set."""
     opts = options_for(label)
-    old = os.environ.get(ENV_VAR)
     if opts:
         os.environ[ENV_VAR] = json.dumps(opts, sort_keys=True)
         _patch_jit_run()
     else:
         os.environ.pop(ENV_VAR, None)
+    return opts
+
+
+@contextlib.contextmanager
+def compile_options(label: str) -> Iterator[dict[str, Any]]:
+    """Compile everything inside the block with the named option set (kernels compiled inside
+    stay in Triton's in-memory cache under their options; see the module note)."""
+    old = os.environ.get(ENV_VAR)
+    opts = activate(label)
     try:
         yield opts
     finally:

@@ -1,8 +1,10 @@
 """The raw result schema (STUDY.md): one tidy row per measurement, the same for every suite.
 
 Columns are STUDY.md's, in its order, followed by the few this harness needs and STUDY.md
-allows adding (never overloading one): the compile-option set a row ran under, the
-autotuning config it measures, and the compile time with Triton's on-disk cache warm.
+allows adding (never overloading one): the workload's family (figures group by it), the
+compile-option set a row ran under (ablation), the autotuning config it measures (F7), the
+compile time with Triton's on-disk cache warm, the lines of the implementation's source (T2),
+the number of simulated launches, and when it was measured (to pick the latest of repeats).
 """
 from __future__ import annotations
 
@@ -13,13 +15,14 @@ STUDY_COLUMNS: tuple[str, ...] = (
     "run_id", "git_sha", "suite", "workload", "impl", "shape", "dtype", "chip", "cycles", "time_us",
     "flops", "bytes", "tflops", "gbps", "roofline_frac", "max_abs_err", "max_rel_err", "correct",
     "compile_s", "sim_wall_s", "device", "versions", "notes")
-EXTRA_COLUMNS: tuple[str, ...] = ("options", "config", "compile_cached_s")
+EXTRA_COLUMNS: tuple[str, ...] = ("family", "options", "config", "compile_cached_s", "source_lines", "launches",
+                                  "measured_at")
 COLUMNS: tuple[str, ...] = STUDY_COLUMNS + EXTRA_COLUMNS
 
 # What identifies one measurement: a resumed sweep skips a job whose rows carry this key.
 KEY_COLUMNS: tuple[str, ...] = ("git_sha", "workload", "impl", "shape", "dtype", "chip", "options", "config")
 
-INT_COLUMNS = frozenset({"cycles", "flops", "bytes"})
+INT_COLUMNS = frozenset({"cycles", "flops", "bytes", "source_lines", "launches"})
 FLOAT_COLUMNS = frozenset({"time_us", "tflops", "gbps", "roofline_frac", "max_abs_err", "max_rel_err",
                            "compile_s", "sim_wall_s", "compile_cached_s"})
 BOOL_COLUMNS = frozenset({"correct"})

@@ -305,13 +305,28 @@ class ProgramBuilder:
                          {"shape": list(value.shape), "dtype": dtype})
 
     def gather(self, ptr: Reg, offsets: Reg, mask: Reg | None = None, other: Operand = None,
-               run: int = 1, copies: int = 1) -> Reg:
-        """Index-driven DMA_IN: dst[i] = ptr[offsets[i]]; `run` contiguous elements per index."""
+               run: int = 1, copies: int = 1, offset: Operand = 0, strides: list | None = None,
+               shape: list | None = None) -> Reg:
+        """Index-driven DMA_IN: dst[idx] = ptr[offset + sum(idx_d * strides[d]) + offsets[idx]]
+        (offsets broadcast to `shape`); `run` contiguous elements per index."""
         dtype = getattr(ptr, "elem", "f32")
-        r = self._new("gather", dtype, offsets.shape)
-        self.emit("dma_in.gather", [r], {"base": ptr, "offsets": offsets, "mask": mask, "other": other},
-                  {"dtype": dtype, "run": run}, copies=copies)
+        shape = list(shape or offsets.shape)
+        r = self._new("gather", dtype, shape)
+        self.emit("dma_in.gather", [r], {"base": ptr, "offset": offset, "strides": strides or [0] * len(shape),
+                                         "resid": [offsets], "mask": mask, "other": other},
+                  {"dtype": dtype, "shape": shape, "views": [_view(offsets.shape, len(shape))], "run": run},
+                  copies=copies)
         return r
+
+    def scatter(self, ptr: Reg, offsets: Reg, value: Reg, mask: Reg | None = None, run: int = 1,
+                offset: Operand = 0, strides: list | None = None) -> Instr:
+        """Index-driven DMA_OUT, the inverse of gather."""
+        dtype = getattr(ptr, "elem", "f32")
+        shape = list(value.shape)
+        return self.emit("dma_out.scatter", [], {"base": ptr, "offset": offset,
+                                                 "strides": strides or [0] * len(shape), "resid": [offsets],
+                                                 "mask": mask, "value": value},
+                         {"dtype": dtype, "shape": shape, "views": [_view(offsets.shape, len(shape))], "run": run})
 
     def scalar_load(self, addrs: Reg, dtype: str, mask: Reg | None = None, other: Operand = None) -> Reg:
         """The slow path: one scalar access per element at a tile of byte addresses."""
@@ -360,3 +375,9 @@ def _plain(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_plain(v) for v in x]
     return x
+
+
+def _view(shape, rank: int) -> list:
+    """An offsets tile's shape right-aligned to the tile's rank (leading unit dims)."""
+    shape = list(shape)
+    return [1] * (rank - len(shape)) + shape

@@ -1,0 +1,170 @@
+"""Shared pieces of the expert library: registration, program cache, launch, work partitioning,
+index-driven DMA and the few elementwise formulas several families use.
+
+Conventions every expert program follows:
+  - persistent grid: at most one program per PE (64 on MTIA 2i); a program loops over its
+    contiguous share of the work, so no `replace_us` is paid between programs;
+  - every streamed tile is double-buffered (copies=2) so DMA of tile i+1 overlaps compute on i,
+    and results are double-buffered so the store of tile i overlaps compute on tile i+1;
+  - ragged edges use the DMA box bounds (lo/hi): masked-off elements are neither read nor written;
+  - low-precision inputs are computed in FP32 on SIMD and rounded once on the way out.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+import torch
+
+from backend.configs import load_chip
+from backend.sim.builder import ProgramBuilder, Reg
+from backend.sim.isa import ITEMSIZE
+
+DT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8",
+      torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
+TORCH = {v: k for k, v in DT.items()}
+
+
+def n_pes(chip: str | None = None) -> int:
+    c = load_chip(chip)
+    return int(c["pe_grid"]["rows"]) * int(c["pe_grid"]["cols"])
+
+
+def local_bytes(chip: str | None = None) -> int:
+    return int(load_chip(chip)["local_memory"]["bytes"])
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2_at_least(n: int, lo: int = 1) -> int:
+    return max(lo, 1 << max(0, math.ceil(math.log2(max(n, 1)))))
+
+
+cached = functools.lru_cache(maxsize=None)  # programs are plain data: one per shape/dtype key
+
+
+# ----------------------------------------------------------------------------- registration
+
+def attach(workload: str, source: Callable, run: Callable) -> bool:
+    """Register `run` as the `expert` implementation of `workload` (skip if it is not declared)."""
+    from study.registry import WORKLOADS
+    w = WORKLOADS.get(workload)
+    if w is None:
+        print(f"baselines.expert: workload '{workload}' is not declared (yet); expert impl not attached")
+        return False
+    w.impl("expert", source=source)(run)
+    return True
+
+
+# ----------------------------------------------------------------------------- launching
+
+LAUNCH_MODE = {"mode": "functional"}  # the check script switches dense programs to timing-only
+
+
+def launch(prog, grid: int | Sequence[int], args: list[Any], data_independent: bool = True):
+    """Run through backend.driver.launch (so record_launches() sees it like a Triton launch).
+    With LAUNCH_MODE 'timing' a data-independent program is priced without computing tile data
+    (same events, same cycles; outputs are garbage) - used only by the check script."""
+    from backend import driver
+    g = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1,) * (3 - len(grid))
+    if LAUNCH_MODE["mode"] == "timing" and data_independent:
+        return _launch_timing(prog, g, args)
+    return driver.launch(prog, g, args)
+
+
+def _launch_timing(prog, grid, args):
+    import time
+
+    from backend import driver
+    from backend.sim.executor import execute
+    from backend.sim.timing import price_launch
+    t0 = time.perf_counter()
+    chip = load_chip(driver.DEVICE.chip)
+    traces = execute(prog, grid, args, mode="timing")
+    t = price_launch(prog, traces, chip)
+    rec = driver.KernelRecord(prog.name, grid, chip["name"], t.cycles, t.time_us, time.perf_counter() - t0, t)
+    driver.DEVICE.clock_us += t.time_us
+    for fn in list(driver.DEVICE.listeners):
+        fn(rec)
+    return rec
+
+
+# ----------------------------------------------------------------------------- builder helpers
+
+def pid64(b: ProgramBuilder, axis: int = 0) -> Reg:
+    """The program id as an i64 scalar (pid is i32: offsets derived from it would wrap)."""
+    return b.scalar("add", b.pid(axis), 0, "i64")
+
+
+def s64(b: ProgramBuilder, fn: str, x, y) -> Reg:
+    return b.scalar(fn, x, y, "i64")
+
+
+def smin(b: ProgramBuilder, x, y) -> Reg:
+    return b.scalar("smin", x, y, "i64")
+
+
+def partition(n_items: int, workers: int | None = None) -> tuple[int, int]:
+    """Contiguous split of n_items over the PEs: (grid, items per program)."""
+    workers = workers or n_pes()
+    per = cdiv(n_items, min(workers, max(n_items, 1)))
+    return cdiv(n_items, per), per
+
+
+def gather(b: ProgramBuilder, ptr: Reg, shape: Sequence[int], resid: Sequence[tuple[Reg, Sequence[int]]],
+           strides: Sequence[Any], offset: Any = 0, mask: Reg | None = None, other: Any = None,
+           run: int = 1, copies: int = 1, out: Reg | None = None, dtype: str | None = None) -> Reg:
+    """Index-driven DMA_IN (dma_in.gather in the format backend/sim/memory.py reads):
+    dst[idx] = ptr[offset + sum(idx_d * strides_d) + sum(resid_i viewed as views_i)] under `mask`.
+    `run` = contiguous elements per index (one gathered row), priced per run.
+    (ProgramBuilder.gather emits args memory.py does not read - see the report.)"""
+    dtype = dtype or getattr(ptr, "elem", "f32")
+    r = out or b._new("gather", dtype, shape)
+    b.emit("dma_in.gather", [r], {"base": ptr, "offset": offset, "strides": list(strides),
+                                  "resid": [x for x, _ in resid], "mask": mask, "other": other},
+           {"dtype": dtype, "shape": list(shape), "views": [list(v) for _, v in resid], "run": run},
+           copies=copies)
+    return r
+
+
+def to_f32(b: ProgramBuilder, x: Reg, out: Reg | None = None) -> Reg:
+    return x if x.dtype == "f32" else b.cast(x, "f32", out=out)
+
+
+def tile_like(b: ProgramBuilder, x: Reg, dtype: str | None = None, copies: int = 1, name: str = "t") -> Reg:
+    return b.tile(x.shape, dtype or x.dtype, copies=copies, name=name)
+
+
+# ----------------------------------------------------------------------------- formulas (f32 tiles)
+
+GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def gelu_tanh(b: ProgramBuilder, x: Reg, tmp: list[Reg], out: Reg) -> Reg:
+    """0.5 x (1 + tanh(c (x + 0.044715 x^3))): 4 SIMD passes + 1 SFU pass."""
+    t0, t1 = tmp
+    b.mul(x, x, out=t0)
+    b.fma(t0, 0.044715 * GELU_C, GELU_C, out=t0)
+    b.mul(t0, x, out=t0)
+    b.unary("tanh", t0, out=t1)
+    b.fma(t1, 0.5, 0.5, out=t1)
+    return b.mul(x, t1, out=out)
+
+
+def gelu_erf(b: ProgramBuilder, x: Reg, tmp: list[Reg], out: Reg) -> Reg:
+    t0, t1 = tmp
+    b.mul(x, 1.0 / math.sqrt(2.0), out=t0)
+    b.unary("erf", t0, out=t1)
+    b.fma(t1, 0.5, 0.5, out=t1)
+    return b.mul(x, t1, out=out)
+
+
+def silu(b: ProgramBuilder, x: Reg, tmp: list[Reg], out: Reg) -> Reg:
+    b.unary("sigmoid", x, out=tmp[0])
+    return b.mul(x, tmp[0], out=out)
+
+
+ACTS = {"gelu_tanh": gelu_tanh, "gelu": gelu_erf, "none": gelu_erf, "silu": silu}

@@ -1,0 +1,142 @@
+"""Expert GEMMs: BF16 GEMM (+ fused bias/GELU epilogue), INT8 GEMM (INT32 out), batched GEMM.
+
+One persistent program per PE walks output tiles w, w + P, ... (row-block, column-block,
+batch); K is the inner loop with A and B tiles multi-buffered (the DMA of step k+1 overlaps the
+matmul of step k), the first K step multiplies into a broadcast [1,1] zero so no SIMD pass
+clears the accumulator, and the result tile is double-buffered so its store overlaps the next
+tile. The tile shape is chosen per problem from a cost estimate (DPE time vs per-PE SRAM
+share and PE-grid waves) among the configs that fit in local memory. Generalises
+backend/sim/microbench.gemm_program (which needs divisible shapes) to any M, N, K, batch.
+"""
+from __future__ import annotations
+
+import torch
+
+from backend.configs import load_chip
+from backend.sim.builder import LocalMemoryOverflow, ProgramBuilder
+from baselines.expert.common import ACTS, DT, attach, cached, cdiv, launch, n_pes, pid64, s64, smin
+
+_CANDIDATES = [(256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64),
+               (32, 128), (128, 32), (32, 64), (32, 32)]
+
+
+def _estimate(batch: int, M: int, N: int, K: int, BM: int, BN: int, BK: int, isz: int, rate: float) -> float:
+    chip = load_chip()
+    sram_share = chip["sram"]["bandwidth_gbps"] / chip["clock_ghz"] / n_pes()
+    tiles = batch * cdiv(M, BM) * cdiv(N, BN)
+    waves = cdiv(tiles, n_pes())
+    steps = cdiv(K, BK)
+    dpe = 2 * BM * BN * BK / rate + chip["dpe"]["fixed_cycles"]
+    dma = (BM * BK + BK * BN) * isz / sram_share + chip["dma"]["fixed_cycles"]
+    return waves * (steps * max(dpe, dma) + 2000)
+
+
+@cached
+def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: str,
+                 epilogue: str | None = None, BM: int = 0, BN: int = 0):
+    """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major."""
+    isz = 1 if in_dtype == "i8" else 2
+    rate = load_chip()["dpe"]["flops_per_cycle"][in_dtype]
+    BK = 64 if in_dtype == "i8" else 32
+    cands = [(BM, BN)] if BM else sorted(
+        _CANDIDATES, key=lambda c: _estimate(batch, M, N, K, c[0], c[1], BK, isz, rate))
+    last = None
+    for bm, bn in cands:
+        for stages in (3, 2):
+            for acc_copies in (2, 1):
+                try:
+                    return _build(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, BK, stages, acc_copies)
+                except LocalMemoryOverflow as e:
+                    last = e
+    raise last
+
+
+def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, acc_copies):
+    acc_dt = "i32" if in_dtype == "i8" else "f32"
+    tm, tn = cdiv(M, BM), cdiv(N, BN)
+    n_tiles = batch * tm * tn
+    P = min(n_pes(), n_tiles)
+    per = cdiv(n_tiles, P)
+    b = ProgramBuilder(f"expert_gemm_{batch}x{M}x{N}x{K}_{in_dtype}_{epilogue or 'plain'}_{BM}x{BN}")
+    A, B = b.param_ptr("a", in_dtype), b.param_ptr("b", in_dtype)
+    C = b.param_ptr("c", out_dtype)
+    bias = b.param_ptr("bias", in_dtype) if epilogue else None
+    w = pid64(b)
+    zero = b.zeros([1, 1], acc_dt)
+    acc = b.tile([BM, BN], acc_dt, copies=acc_copies, name="acc")
+    direct = out_dtype == acc_dt and not epilogue
+    res = acc if direct else b.tile([BM, BN], out_dtype, copies=2, name="res")
+    if epilogue:
+        tmp = [b.tile([BM, BN], "f32", name="ep") for _ in range(2)]
+        bias_f = b.tile([1, BN], "f32", name="bias_f")
+    with b.loop(0, per, 1, name="t") as j:
+        t = s64(b, "add", w, s64(b, "mul", j, P))
+        live = smin(b, s64(b, "sub", n_tiles, t), 1)            # <= 0 for a padding tile
+        bi = s64(b, "sdiv", t, tm * tn)
+        rem = s64(b, "srem", t, tm * tn)
+        row = s64(b, "mul", s64(b, "sdiv", rem, tn), BM)
+        col = s64(b, "mul", s64(b, "srem", rem, tn), BN)
+        hi_m = smin(b, s64(b, "sub", M, row), s64(b, "mul", live, BM))
+        hi_n = s64(b, "sub", N, col)
+        a_off = s64(b, "add", s64(b, "mul", bi, M * K), s64(b, "mul", row, K))
+        b_off = s64(b, "add", s64(b, "mul", bi, K * N), col)
+        ta = b.dma_load(A, a_off, [BM, BK], [K, 1], copies=stages, hi=[hi_m, K])
+        tb = b.dma_load(B, b_off, [BK, BN], [N, 1], copies=stages, hi=[K, hi_n])
+        b.matmul(ta, tb, zero, out=acc)
+        with b.loop(BK, K, BK, name="k") as k:
+            kr = s64(b, "sub", K, k)
+            b.dma_load(A, s64(b, "add", a_off, k), [BM, BK], [K, 1], copies=stages, hi=[hi_m, kr], out=ta)
+            b.dma_load(B, s64(b, "add", b_off, s64(b, "mul", k, N)), [BK, BN], [N, 1], copies=stages,
+                       hi=[kr, hi_n], out=tb)
+            b.matmul(ta, tb, acc)
+        if epilogue:
+            tbias = b.dma_load(bias, col, [1, BN], [0, 1], copies=2, hi=[1, hi_n])
+            b.cast(tbias, "f32", out=bias_f)
+            b.add(acc, bias_f, out=tmp[0])
+            ACTS[epilogue](b, tmp[0], [tmp[1], acc], out=tmp[0])
+            b.cast(tmp[0], out_dtype, out=res)
+        elif not direct:
+            b.cast(acc, out_dtype, out=res)
+        c_off = s64(b, "add", s64(b, "mul", bi, M * N), s64(b, "add", s64(b, "mul", row, N), col))
+        b.dma_store(C, res, c_off, [N, 1], hi=[hi_m, hi_n])
+    prog = b.build()
+    prog.meta.update(grid=P, tile=(BM, BN, BK), stages=stages, acc_copies=acc_copies)
+    return prog
+
+
+def _run(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, epilogue: str | None = None,
+         out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    batched = a.dim() == 3
+    A = a if batched else a[None]
+    Bm = b if batched else b[None]
+    bs, M, K = A.shape
+    N = Bm.shape[2]
+    ind = DT[a.dtype]
+    odt = out_dtype or (torch.int32 if ind == "i8" else a.dtype)
+    prog = gemm_program(bs, M, N, K, ind, DT[odt], epilogue)
+    c = torch.empty((bs, M, N), dtype=odt)
+    args = [A.contiguous(), Bm.contiguous(), c] + ([bias.contiguous()] if epilogue else [])
+    launch(prog, prog.meta["grid"], args)
+    return c if batched else c[0]
+
+
+def matmul(a, b):
+    return _run(a, b)
+
+
+def matmul_bias_gelu(a, b, bias):
+    return _run(a, b, bias, epilogue="gelu_tanh")
+
+
+def int8_matmul(a, b):
+    return _run(a, b)
+
+
+def bmm(a, b):
+    return _run(a, b)
+
+
+attach("matmul", gemm_program, matmul)
+attach("matmul_bias_gelu", gemm_program, matmul_bias_gelu)
+attach("int8_matmul", gemm_program, int8_matmul)
+attach("bmm", gemm_program, bmm)

@@ -1,0 +1,229 @@
+"""One measurement: a workload's implementation on one shape, dtype and chip.
+
+Inputs are made from a fixed seed; the torch reference runs once; the implementation runs
+once cold (compiles: compile_s), once measured inside record_launches() (simulated cycles
+summed over its launches) and, when its Triton kernels can be found, once more with only
+Triton's in-memory cache dropped (compile_cached_s: the on-disk cache is then warm).
+Derived metrics (TFLOPS, GB/s, roofline fraction) come from the workload's declared FLOPs
+and bytes and the chip's peaks, never from the kernel.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+import triton  # noqa: F401  - before backend.driver: Triton's backend discovery imports it (circular otherwise)
+
+from backend.configs import load_chip
+from backend.driver import record_launches
+from study.registry import TOLERANCE, Shape, Workload
+from study.roofline import chip_peaks, roofline_fraction
+
+SEED = 0
+
+
+# ----------------------------------------------------------------------------- correctness
+
+def _tensors(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        return [t for k in sorted(out) for t in _tensors(out[k])]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _tensors(o)]
+    return []
+
+
+@dataclass
+class Comparison:
+    max_abs_err: float | None
+    max_rel_err: float | None
+    correct: bool
+    why: str = ""
+
+
+def compare(out: Any, ref: Any, dtype: str) -> Comparison:
+    """STUDY.md tolerances: |out - ref| <= tol + tol * |ref| elementwise (exact for ints)."""
+    got, want = _tensors(out), _tensors(ref)
+    if len(got) != len(want) or not want:
+        return Comparison(None, None, False, f"returned {len(got)} tensors, torch returned {len(want)}")
+    tol = TOLERANCE.get(dtype, 0.0)
+    max_abs = max_rel = 0.0
+    ok = True
+    for g, w in zip(got, want):
+        if g.shape != w.shape:
+            return Comparison(None, None, False, f"shape {tuple(g.shape)}, torch gives {tuple(w.shape)}")
+        g64, w64 = g.detach().cpu().to(torch.float64), w.detach().cpu().to(torch.float64)
+        if g64.numel() == 0:
+            continue
+        nan_mismatch = bool((g64.isnan() != w64.isnan()).any())
+        both = ~(g64.isnan() & w64.isnan())
+        diff = (g64 - w64).abs()[both]
+        if diff.numel():
+            # equal infinities give nan differences; they are exact matches
+            diff = torch.nan_to_num(diff, nan=0.0)
+            rel = diff / w64.abs()[both].clamp_min(torch.finfo(torch.float64).tiny)
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float(rel.max()))
+            ok &= bool((diff <= tol + tol * w64.abs()[both]).all())
+        ok &= not nan_mismatch
+    return Comparison(max_abs, max_rel, ok, "" if ok else f"outside tolerance {tol:g}")
+
+
+# ----------------------------------------------------------------------------- compile timing
+
+@dataclass
+class CompileLog:
+    """Triton compiles seen in the block: the JIT functions and seconds spent compiling."""
+    seconds: float = 0.0
+    functions: list[Any] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def watch_compiles() -> Iterator[CompileLog]:
+    from triton.runtime.jit import JITFunction
+    log = CompileLog()
+    original = JITFunction._do_compile
+
+    def timed(self: Any, *a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(self, *a, **k)
+        finally:
+            log.seconds += time.perf_counter() - t0
+            if self not in log.functions:
+                log.functions.append(self)
+
+    JITFunction._do_compile = timed
+    try:
+        yield log
+    finally:
+        JITFunction._do_compile = original
+
+
+def source_lines(obj: Any) -> int | None:
+    """Lines of an implementation's source (T2): a @triton.jit kernel, an autotuner, a function."""
+    for attr in ("src",):
+        if isinstance(getattr(obj, attr, None), str):
+            return len([ln for ln in obj.src.splitlines() if ln.strip()])
+    inner = getattr(obj, "fn", None)
+    if inner is not None and inner is not obj:
+        return source_lines(inner)
+    try:
+        return len([ln for ln in inspect.getsource(obj).splitlines() if ln.strip()])
+    except (TypeError, OSError):
+        return None
+
+
+def _clone(inputs: dict) -> dict:
+    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
+
+
+def _autotuners(w: Workload, impl: str) -> list[Any]:
+    from triton.runtime.autotuner import Autotuner
+    src = w.source.get(impl)
+    srcs = src if isinstance(src, (list, tuple)) else [src]
+    return [s for s in srcs if isinstance(s, Autotuner)]
+
+
+def config_label(config: Any) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(config.kwargs.items())]
+    parts.append(f"num_stages={config.num_stages}")
+    return ";".join(parts)
+
+
+# ----------------------------------------------------------------------------- one measurement
+
+def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
+            base: dict[str, Any], autotune: bool = False, cached_compile: bool = True) -> list[dict[str, Any]]:
+    """Rows for one (workload, impl, shape, dtype, chip): the measurement, plus one row per
+    autotuning config when `autotune` and the impl's source is a triton.autotune kernel."""
+    fn: Callable = w.impls[impl]
+    flops, nbytes = int(w.flops(shape.params, dtype)), int(w.bytes(shape.params, dtype))
+    row: dict[str, Any] = dict(base, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
+                               chip=chip, flops=flops, bytes=nbytes,
+                               source_lines=source_lines(w.source[impl]) if impl in w.source else None)
+    notes: list[str] = []
+    tuners = _autotuners(w, impl) if autotune else []
+    for t in tuners:
+        t.cache.clear()  # tune inside this job, on this chip
+    try:
+        with watch_compiles() as cold_log, record_launches():
+            t0 = time.perf_counter()
+            fn(**_clone(inputs))
+            cold_wall = time.perf_counter() - t0
+        with record_launches() as recs:
+            t0 = time.perf_counter()
+            out = fn(**_clone(inputs))
+            warm_wall = time.perf_counter() - t0
+        cached_s = None
+        if cached_compile and cold_log.functions:
+            for jf in cold_log.functions:
+                jf.device_caches.clear()
+            with watch_compiles() as cached_log, record_launches():
+                fn(**_clone(inputs))
+            cached_s = cached_log.seconds
+    except NotImplementedError:
+        raise  # the impl does not cover this dtype or shape: no row, the runner counts it as skipped
+    except Exception as e:  # a failing implementation is a result (correct=False), not a crash
+        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]
+    cmp = compare(out, ref, dtype)
+    if cmp.why:
+        notes.append(cmp.why)
+    cycles = sum(r.cycles for r in recs)
+    time_us = sum(r.time_us for r in recs)
+    if not recs:
+        notes.append("no simulated launches (ran on the host)")
+    chips = {r.chip for r in recs}
+    if chips and chips != {chip}:
+        notes.append(f"launches priced on {sorted(chips)}")
+    row.update(cycles=cycles if recs else None, time_us=time_us if recs else None, launches=len(recs),
+               max_abs_err=cmp.max_abs_err, max_rel_err=cmp.max_rel_err, correct=cmp.correct,
+               compile_s=cold_log.seconds if cold_log.functions else max(0.0, cold_wall - warm_wall),
+               compile_cached_s=cached_s, sim_wall_s=sum(r.sim_wall_s for r in recs), measured_at=_now())
+    if not cold_log.functions:
+        notes.append("compile_s = first-call overhead")
+    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0))
+    frac = row.get("roofline_frac")
+    if frac is not None and frac > 1.0:
+        notes.append("above roofline: check declared flops/bytes or the timing model")
+    row["notes"] = "; ".join(notes)
+    rows = [row]
+    for t in tuners:
+        timings = getattr(t, "configs_timings", None) or {}
+        clock_ghz = float(load_chip(chip)["clock_ghz"])
+        for config, ms in timings.items():
+            ms = ms[0] if isinstance(ms, (list, tuple)) else ms
+            t_us = float(ms) * 1e3
+            rows.append(dict(row, config=config_label(config), cycles=round(t_us * clock_ghz * 1e3), time_us=t_us,
+                             launches=None, compile_s=None, compile_cached_s=None, sim_wall_s=None,
+                             notes="timed by triton.autotune; correctness checked for the chosen config",
+                             **derived(flops, nbytes, dtype, chip, t_us)))
+    return rows
+
+
+def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float) -> dict[str, Any]:
+    """Throughput and roofline fraction, computed here for every row alike."""
+    if time_us <= 0:
+        return {"tflops": None, "gbps": None, "roofline_frac": None}
+    s = time_us * 1e-6
+    return {"tflops": flops / s / 1e12, "gbps": nbytes / s / 1e9,
+            "roofline_frac": roofline_fraction(flops, nbytes, dtype, s, chip_peaks(chip))}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def reference(w: Workload, shape: Shape, dtype: str) -> tuple[dict, Any]:
+    """Seeded inputs and the torch result, the numerical truth every impl is compared with."""
+    inputs = w.make(shape, dtype, seed=SEED)
+    if "torch" not in w.impls:
+        raise RuntimeError(f"workload '{w.name}' has no torch implementation to check against")
+    return inputs, w.impls["torch"](**_clone(inputs))

@@ -1,0 +1,97 @@
+"""The T4 classifier (study/opinfo.py) on a few ops: pass, pass_no_triton, wrong, errors, resume."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+import torch
+
+from study import opinfo
+
+opinfo.configure()
+
+
+def _op(name: str, variant: str = ""):
+    for op in opinfo.load_op_db():
+        if op.name == name and (op.variant_test_name or "") == variant:
+            return op
+    raise LookupError(name)
+
+
+@pytest.mark.parametrize("name", ["add", "sin", "sum"])
+def test_passing_op_runs_triton_on_the_simulator(name):
+    r = opinfo.run_op(_op(name), torch.float32, n_samples=1)
+    assert r.status == "pass", r
+    assert r.n_kernels > 0 and r.n_launches > 0
+    assert r.n_samples >= 1 and r.max_abs_err is not None and r.max_abs_err <= 1e-4
+
+
+def test_extern_only_op_is_pass_no_triton():
+    # mm lowers to an aten extern call on CPU: correct, but no Triton kernel is launched
+    r = opinfo.run_op(_op("mm"), torch.float32, n_samples=1)
+    assert r.status == "pass_no_triton", r
+    assert r.n_kernels == 0
+
+
+def test_wrong_numbers_are_classified_wrong():
+    def bad_compile(fn):
+        compiled = torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)
+        return lambda *a: compiled(*a) + 1e-2  # kernels still run; the numbers are off
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=bad_compile)
+    assert r.status == "wrong", r
+    assert r.n_kernels > 0 and r.max_abs_err == pytest.approx(1e-2, rel=1e-3)
+
+
+def test_backend_and_simulator_errors_are_classified():
+    from backend.tile_ir import UnsupportedError
+    from backend.sim.isa import SimulationError
+    from torch._inductor.exc import InductorError
+
+    def failing_compile(exc):
+        def compile_fn(fn):
+            def run(*a):
+                raise exc
+            return run
+        return compile_fn
+
+    inner = UnsupportedError("kernel 'triton_poi_x' at k.py:3: operation 'tt.foo' is not supported by the MTIA backend")
+    wrapped = InductorError(inner, None)
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(wrapped))
+    assert (r.status, r.error_type, r.error_origin, r.backend_op) == \
+        ("compile_error", "UnsupportedError", "backend", "tt.foo"), r
+    assert "is not supported by the MTIA backend" in r.error_message
+
+    sim = SimulationError("triton_poi_x", "k.py:4", "misaligned fp32 access into 'in_ptr0'")
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(sim))
+    assert (r.status, r.error_origin, r.backend_op) == ("runtime_error", "simulator", "misaligned fp32"), r
+
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(ValueError("boom")))
+    assert (r.status, r.error_type, r.error_message) == ("runtime_error", "ValueError", "boom")
+
+
+def test_random_and_unsupported_dtype_are_skipped():
+    assert opinfo.run_op(_op("bernoulli"), torch.float32).status == "skipped"
+    assert opinfo.run_op(_op("nn.functional.dropout"), torch.float32).status == "skipped"
+
+
+def test_sweep_writes_rows_and_resumes(tmp_path):
+    out = tmp_path / "cov.csv"
+    meta = {"run_id": "t", "git_sha": "x", "versions": "v"}
+    ops = [_op("neg"), _op("bernoulli")]
+    rows = opinfo.sweep(ops, [torch.float32], out, timeout=60, n_samples=1, workers=2, log_dir=None, run_meta=meta)
+    assert sorted(r["status"] for r in rows) == ["pass", "skipped"]
+    with out.open() as f:
+        got = list(csv.DictReader(f))
+    assert [c for c in got[0]] == list(opinfo.COLUMNS) and len(got) == 2
+    # resumed: nothing left to run
+    assert opinfo.sweep(ops, [torch.float32], out, 60, 1, 2, None, meta) == []
+    s = opinfo.summarize(out, file=open("/dev/null", "w"))
+    assert s["counts"] == {"pass": 1, "skipped": 1} and s["coverage"] == 1.0
+
+
+def test_sweep_times_out_a_hung_op(tmp_path, monkeypatch):
+    import time as _time
+    monkeypatch.setattr(opinfo, "run_op", lambda *a, **k: _time.sleep(30))
+    rows = opinfo.sweep([_op("neg")], [torch.float32], tmp_path / "c.csv", timeout=1, n_samples=1, workers=1,
+                        log_dir=None, run_meta={})
+    assert [r["status"] for r in rows] == ["timeout"]

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from study.results import CorruptResultsError, append_rows, read_rows, repair_partial_tail
+from study.schema import COLUMNS
+
+
+def _row(i: int) -> dict:
+    return dict(run_id="r", git_sha="abc", suite="quick", workload="w", impl="triton", shape=f"n{i}", dtype="f32",
+                chip="mtia2i", correct=True, device="mtia-sim", cycles=i, time_us=i / 1.35e3, notes="a, \"quoted\"\nnote")
+
+
+def test_round_trip_is_exact(tmp_path):
+    p = tmp_path / "raw" / "s.csv"
+    append_rows(p, [_row(1), _row(2)])
+    append_rows(p, [_row(3)])
+    rows = read_rows(p)
+    assert [r["cycles"] for r in rows] == [1, 2, 3]
+    assert rows[0]["time_us"] == 1 / 1.35e3  # floats survive exactly
+    assert rows[0]["notes"] == 'a, "quoted" note'  # newline flattened: line numbers stay true
+    assert p.read_text().splitlines()[0] == ",".join(COLUMNS)
+
+
+def test_partial_last_line_is_reported_with_line_and_refused(tmp_path):
+    p = tmp_path / "s.csv"
+    append_rows(p, [_row(1), _row(2)])
+    with p.open("a") as f:
+        f.write("r,abc,quick,w,triton,n3,f3")  # a write cut short
+    with pytest.raises(CorruptResultsError) as e:
+        read_rows(p)
+    assert e.value.line == 4 and str(p) in str(e.value)
+    with pytest.raises(CorruptResultsError):
+        append_rows(p, [_row(3)])  # never glue a row onto a torn one
+    assert repair_partial_tail(p) == 4
+    append_rows(p, [_row(3)])
+    assert [r["cycles"] for r in read_rows(p)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("damage,line", [
+    (lambda t: t.replace(",True,", ",Yes,", 1), 2),
+    (lambda t: t + "\n", 4),
+    (lambda t: "\n".join(t.split("\n")[:2] + ["x,y"] + t.split("\n")[2:]), 3),
+    (lambda t: t.replace("cycles", "cycle", 1), 1),
+])
+def test_malformed_lines_are_reported(tmp_path, damage, line):
+    p = tmp_path / "s.csv"
+    append_rows(p, [_row(1), _row(2)])
+    p.write_text(damage(p.read_text()))
+    with pytest.raises(CorruptResultsError) as e:
+        read_rows(p)
+    assert e.value.line == line
