@@ -77,7 +77,7 @@ class MTIAOptions:
 
 
 def env_options() -> dict:
-    """Defaults from MTIA_OPTIONS="structured_dma=0,num_stages=1": how the study's ablation
+    """Overrides from MTIA_OPTIONS="structured_dma=0,num_stages=1": how the study's ablation
     switches compiler features off for every kernel, Inductor's included."""
     raw = os.environ.get("MTIA_OPTIONS", "").strip()
     if not raw:
@@ -157,7 +157,9 @@ class MTIABackend(BaseBackend):
 
     def parse_options(self, opts: dict) -> MTIAOptions:
         names = {f.name for f in fields(MTIAOptions)}
-        args = {**env_options(), **{k: v for k, v in opts.items() if k in names and v is not None}}
+        # MTIA_OPTIONS overrides launch options: it is how an ablation switches a feature off
+        # for every kernel, including kernels that pass their own num_stages
+        args = {**{k: v for k, v in opts.items() if k in names and v is not None}, **env_options()}
         if "num_stages" in args and int(args["num_stages"]) < 1:
             raise ValueError(f"num_stages must be >= 1 on MTIA, got {args['num_stages']}")
         args.setdefault("arch", str(self.target.arch))

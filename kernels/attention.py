@@ -159,13 +159,13 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale
     L = k.shape[2]
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
     num_splits = triton.cdiv(L, SPLIT_LEN)
-    part_acc = torch.empty((B * H * num_splits, D), dtype=torch.float32)
-    part_ml = torch.empty((B * H * num_splits, 2), dtype=torch.float32)
+    part_acc = torch.empty((B * H * num_splits, D), dtype=torch.float32, device=q.device)
+    part_ml = torch.empty((B * H * num_splits, 2), dtype=torch.float32, device=q.device)
     decode_attn_split_kernel[(B * H, num_splits)](
         q, k, v, part_acc, part_ml, H, L, sm_scale, q.stride(0), q.stride(1),
         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2), SPLIT_LEN,
         HEAD_DIM=D, BLOCK_N=min(BLOCK_N, SPLIT_LEN))
-    o = torch.empty((B, H, D), dtype=q.dtype)
+    o = torch.empty((B, H, D), dtype=q.dtype, device=q.device)
     decode_attn_combine_kernel[(B * H,)](part_acc, part_ml, o, H, o.stride(0), o.stride(1), num_splits,
                                          HEAD_DIM=D, BLOCK_S=max(2, triton.next_power_of_2(num_splits)))
     return o

@@ -50,7 +50,7 @@ def copy_2d_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_om, BLOCK_M: tl.const
 def transpose(x: torch.Tensor, BLOCK_M: int = 64, BLOCK_N: int = 64) -> torch.Tensor:
     x = x.contiguous()
     M, N = x.shape
-    out = torch.empty((N, M), dtype=x.dtype)
+    out = torch.empty((N, M), dtype=x.dtype, device=x.device)
     transpose_kernel[(triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))](
         x, out, M, N, x.stride(0), out.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
     return out
@@ -61,7 +61,7 @@ def index_select(x: torch.Tensor, index: torch.Tensor, BLOCK_M: int = 32, BLOCK_
     x = x.contiguous()
     D = x.shape[1]
     n = index.numel()
-    out = torch.empty((n, D), dtype=x.dtype)
+    out = torch.empty((n, D), dtype=x.dtype, device=x.device)
     BLOCK_D = min(BLOCK_D, triton.next_power_of_2(D))
     index_select_kernel[(triton.cdiv(n, BLOCK_M), triton.cdiv(D, BLOCK_D))](
         x, index, out, n, D, x.stride(0), out.stride(0), BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
@@ -73,7 +73,7 @@ def concat(tensors: list[torch.Tensor], dim: int = 1, BLOCK_M: int = 32, BLOCK_N
     tensors = [t.contiguous() for t in tensors]
     M = tensors[0].shape[0] if dim == 1 else sum(t.shape[0] for t in tensors)
     N = sum(t.shape[1] for t in tensors) if dim == 1 else tensors[0].shape[1]
-    out = torch.empty((M, N), dtype=tensors[0].dtype)
+    out = torch.empty((M, N), dtype=tensors[0].dtype, device=tensors[0].device)
     pos = 0
     for t in tensors:
         m, n = t.shape

@@ -104,7 +104,7 @@ def silu_mul(x: torch.Tensor, BLOCK: int = 1024) -> torch.Tensor:
     """SwiGLU activation: x is [..., 2H] -> [..., H]."""
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     M, H = x2.shape[0], x2.shape[1] // 2
-    out = torch.empty((M, H), dtype=x.dtype)
+    out = torch.empty((M, H), dtype=x.dtype, device=x.device)
     BLOCK = min(BLOCK, triton.next_power_of_2(H))
     silu_mul_kernel[(M, triton.cdiv(H, BLOCK))](x2, out, H, x2.stride(0), out.stride(0), BLOCK=BLOCK)
     return out.reshape(*x.shape[:-1], H)

@@ -113,7 +113,7 @@ def _launch_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None, 
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
-    c = torch.empty((M, N), dtype=a.dtype)
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     matmul_kernel[grid](a, b, c, bias if bias is not None else c, M, N, K,
                         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
@@ -139,7 +139,7 @@ def int8_matmul(a: torch.Tensor, b: torch.Tensor, BLOCK_M: int = 128, BLOCK_N: i
                 GROUP_M: int = 8) -> torch.Tensor:
     M, K = a.shape
     N = b.shape[1]
-    c = torch.empty((M, N), dtype=torch.int32)
+    c = torch.empty((M, N), dtype=torch.int32, device=a.device)
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     int8_matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                              c.stride(0), c.stride(1),
@@ -150,7 +150,7 @@ def int8_matmul(a: torch.Tensor, b: torch.Tensor, BLOCK_M: int = 128, BLOCK_N: i
 def bmm(a: torch.Tensor, b: torch.Tensor, BLOCK_M: int = 128, BLOCK_N: int = 128, BLOCK_K: int = 64) -> torch.Tensor:
     B, M, K = a.shape
     N = b.shape[2]
-    c = torch.empty((B, M, N), dtype=a.dtype)
+    c = torch.empty((B, M, N), dtype=a.dtype, device=a.device)
     BLOCK_M = min(BLOCK_M, max(16, triton.next_power_of_2(M)))
     BLOCK_N = min(BLOCK_N, max(16, triton.next_power_of_2(N)))
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N), B)

@@ -48,7 +48,7 @@ def rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, stride_xt, stride_xh, st
 
 def jagged_offsets(lengths: torch.Tensor, BLOCK: int = 1024) -> torch.Tensor:
     n = lengths.numel()
-    offsets = torch.empty((n + 1,), dtype=lengths.dtype)
+    offsets = torch.empty((n + 1,), dtype=lengths.dtype, device=lengths.device)
     jagged_offsets_kernel[(1,)](lengths, offsets, n, BLOCK=BLOCK)
     return offsets
 

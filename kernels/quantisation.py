@@ -108,8 +108,8 @@ def mx4_dequantize_kernel(packed_ptr, exp_ptr, out_ptr, n_groups, BLOCK_G: tl.co
 def quantize_int8_rowwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     x = x.contiguous()
     M, N = x.shape
-    q = torch.empty((M, N), dtype=torch.int8)
-    scale = torch.empty((M,), dtype=torch.float32)
+    q = torch.empty((M, N), dtype=torch.int8, device=x.device)
+    scale = torch.empty((M,), dtype=torch.float32, device=x.device)
     quantize_int8_rowwise_kernel[(M,)](x, q, scale, N, x.stride(0), q.stride(0), BLOCK_N=triton.next_power_of_2(N))
     return q, scale
 
@@ -117,7 +117,7 @@ def quantize_int8_rowwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def dequantize_int8_rowwise(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32,
                             BLOCK_M: int = 16, BLOCK_N: int = 256) -> torch.Tensor:
     M, N = q.shape
-    out = torch.empty((M, N), dtype=dtype)
+    out = torch.empty((M, N), dtype=dtype, device=q.device)
     BLOCK_N = min(BLOCK_N, triton.next_power_of_2(N))
     dequantize_int8_rowwise_kernel[(triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))](
         q, scale, out, M, N, q.stride(0), out.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
@@ -128,8 +128,8 @@ def mx4_quantize(x: torch.Tensor, BLOCK_G: int = 64) -> tuple[torch.Tensor, torc
     x = x.contiguous().reshape(-1)
     assert x.numel() % MX4_GROUP == 0, "MX4 needs a multiple of 32 elements"
     n_groups = x.numel() // MX4_GROUP
-    packed = torch.empty((n_groups * 16,), dtype=torch.uint8)
-    exps = torch.empty((n_groups,), dtype=torch.uint8)
+    packed = torch.empty((n_groups * 16,), dtype=torch.uint8, device=x.device)
+    exps = torch.empty((n_groups,), dtype=torch.uint8, device=x.device)
     mx4_quantize_kernel[(triton.cdiv(n_groups, BLOCK_G),)](x, packed, exps, n_groups, BLOCK_G=BLOCK_G)
     return packed, exps
 
@@ -137,6 +137,6 @@ def mx4_quantize(x: torch.Tensor, BLOCK_G: int = 64) -> tuple[torch.Tensor, torc
 def mx4_dequantize(packed: torch.Tensor, exps: torch.Tensor, dtype: torch.dtype = torch.float32,
                    BLOCK_G: int = 64) -> torch.Tensor:
     n_groups = exps.numel()
-    out = torch.empty((n_groups * MX4_GROUP,), dtype=dtype)
+    out = torch.empty((n_groups * MX4_GROUP,), dtype=dtype, device=packed.device)
     mx4_dequantize_kernel[(triton.cdiv(n_groups, BLOCK_G),)](packed, exps, out, n_groups, BLOCK_G=BLOCK_G)
     return out

@@ -125,9 +125,10 @@ def dot_interaction_kernel(x_ptr, out_ptr, F, D, stride_xb, stride_xf, stride_ob
 def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: torch.Tensor,
                   offsets: torch.Tensor, num_tables: int, mode: str = "sum", BLOCK_L: int = 32) -> torch.Tensor:
     """Table-batched embedding bag -> [B, num_tables * D] (FBGEMM's pooled layout)."""
+    weights = weights.contiguous()
     D = weights.shape[1]
     B = (offsets.numel() - 1) // num_tables
-    out = torch.empty((B, num_tables * D), dtype=weights.dtype)
+    out = torch.empty((B, num_tables * D), dtype=weights.dtype, device=weights.device)
     embedding_bag_kernel[(B, num_tables)](weights, table_offsets, indices, offsets, out, B, D, out.stride(0),
                                           MEAN=(mode == "mean"), BLOCK_L=BLOCK_L,
                                           BLOCK_D=triton.next_power_of_2(D))
@@ -138,7 +139,7 @@ def jagged_to_padded_dense(values: torch.Tensor, offsets: torch.Tensor, max_len:
                            padding_value: float = 0.0, BLOCK_L: int = 64) -> torch.Tensor:
     B = offsets.numel() - 1
     D = values.shape[1]
-    out = torch.empty((B, max_len, D), dtype=values.dtype)
+    out = torch.empty((B, max_len, D), dtype=values.dtype, device=values.device)
     BLOCK_L = min(BLOCK_L, triton.next_power_of_2(max_len))
     jagged_to_padded_dense_kernel[(B, triton.cdiv(max_len, BLOCK_L))](
         values, offsets, out, max_len, D, padding_value, BLOCK_L=BLOCK_L, BLOCK_D=triton.next_power_of_2(D))
@@ -148,7 +149,7 @@ def jagged_to_padded_dense(values: torch.Tensor, offsets: torch.Tensor, max_len:
 def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 64, BLOCK_D: int = 128) -> torch.Tensor:
     B = offsets.numel() - 1
     D = values.shape[1]
-    out = torch.empty((B, D), dtype=values.dtype)
+    out = torch.empty((B, D), dtype=values.dtype, device=values.device)
     BLOCK_D = min(BLOCK_D, triton.next_power_of_2(D))
     jagged_sum_kernel[(B, triton.cdiv(D, BLOCK_D))](values, offsets, out, D, BLOCK_L=BLOCK_L, BLOCK_D=BLOCK_D)
     return out
@@ -166,8 +167,9 @@ def jagged_softmax(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 6
 
 def dot_interaction(x: torch.Tensor) -> torch.Tensor:
     """x: [B, F, D] -> [B, D + F*(F-1)/2]."""
+    x = x.contiguous()
     B, F, D = x.shape
-    out = torch.empty((B, D + F * (F - 1) // 2), dtype=x.dtype)
+    out = torch.empty((B, D + F * (F - 1) // 2), dtype=x.dtype, device=x.device)
     dot_interaction_kernel[(B,)](x, out, F, D, x.stride(0), x.stride(1), out.stride(0),
                                  BLOCK_F=max(16, triton.next_power_of_2(F)), BLOCK_D=max(16, triton.next_power_of_2(D)))
     return out

@@ -45,7 +45,7 @@ DEFAULT_OUT = REPO / "results" / "raw" / "opinfo_coverage.csv"
 
 COLUMNS = ("run_id", "git_sha", "versions", "op", "variant", "dtype", "status", "n_samples", "n_kernels",
            "n_launches", "max_abs_err", "atol", "rtol", "error_type", "error_origin", "backend_op",
-           "error_message", "wall_s", "measured_at")
+           "error_message", "error_where", "wall_s", "measured_at")
 
 STATUSES = ("pass", "pass_no_triton", "wrong", "compile_error", "runtime_error", "timeout", "skipped")
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout")
@@ -98,6 +98,7 @@ class OpResult:
     error_origin: str = ""
     backend_op: str = ""
     error_message: str = ""
+    error_where: str = ""
     wall_s: float = 0.0
     kernels: list[str] = field(default_factory=list)
 
@@ -237,17 +238,52 @@ def _first_line(s: str, limit: int = 300) -> str:
     return line[:limit]
 
 
+_WRAPPERS = ("InductorError", "BackendCompilerFailed", "CompilationError", "TorchRuntimeError")
+
+
 def _chain(e: BaseException) -> list[BaseException]:
+    """The exception and its causes, outermost first: Dynamo/Inductor's inner_exception, then
+    __cause__; __context__ only out of a wrapper (never into an unrelated handled error)."""
     out, seen = [], set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         out.append(e)
-        e = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
+        nxt = getattr(e, "inner_exception", None) or e.__cause__
+        if nxt is None and type(e).__name__ in _WRAPPERS and not e.__suppress_context__:
+            nxt = e.__context__
+        e = nxt
     return out
+
+
+def _short_path(path: str) -> str:
+    path = str(path)
+    for prefix in ("site-packages/", str(REPO) + "/"):
+        if prefix in path:
+            return path.split(prefix, 1)[1]
+    return os.path.basename(path)
+
+
+def _where(e: BaseException) -> str:
+    """The innermost frame in backend/ that the exception passed through, else its innermost frame."""
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ else []
+    mine = [f for f in frames if f.filename.startswith(str(REPO / "backend"))]
+    f = (mine or frames or [None])[-1]
+    return f"{_short_path(f.filename)}:{f.lineno}:{f.name}" if f else ""
+
+
+def _clean_message(root: BaseException) -> str:
+    text = str(root)
+    if type(root).__name__ == "CompilationError":  # "at L:C:" + source + caret + the error, last
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        text = lines[-1] if lines else text
+    msg = _first_line(text) or type(root).__name__
+    return re.sub(r"(?:/[^\s:']+/)([^/\s:']+\.py)", r"\1", msg)  # generated-module paths -> file name
 
 
 _BACKEND_OP_PATTERNS = [
     (re.compile(r"operation '([^']+)'"), "{0}"),
+    (re.compile(r"libdevice\.(\w+) is not available"), "libdevice.{0}"),
+    (re.compile(r"libdevice' has no attribute '(\w+)'"), "libdevice.{0}"),
     (re.compile(r"type (\S+) is not supported"), "type {0}"),
     (re.compile(r"comparison predicate '([^']+)'"), "cmp {0}"),
     (re.compile(r"atomic '([^']+)'"), "atomic {0}"),
@@ -260,51 +296,53 @@ _BACKEND_OP_PATTERNS = [
 ]
 
 
-def classify_exception(e: BaseException) -> tuple[str, str, str, str, str]:
-    """(status, error_type, error_origin, backend_op, message) for an exception of the compiled run.
-
-    The root cause is the deepest exception in the chain that comes from the backend, the
-    simulator or Triton's front end when there is one, else the innermost one."""
-    from backend.tile_ir import UnsupportedError
+def classify_exception(e: BaseException) -> tuple[str, str, str, str, str, str]:
+    """(status, error_type, error_origin, backend_op, message, where) for an exception of the
+    compiled run. The root is the innermost cause; its origin is the backend when the backend
+    raised it (its type or its innermost frame is in backend/, or Triton found no such
+    function in the backend's libdevice), the simulator or driver when raised while running a
+    kernel (backend/sim, backend/driver.py), else Triton's front end, Inductor, Dynamo or torch.
+    Backend and Triton/Inductor/Dynamo failures are compile errors; simulator, driver and
+    other failures at run time are runtime errors."""
     from backend.sim.isa import SimulationError
+    from backend.tile_ir import UnsupportedError
     chain = _chain(e)
     names = {type(x).__name__ for x in chain}
-    root, origin = None, ""
-    for x in chain:
-        mod = type(x).__module__ or ""
-        if isinstance(x, UnsupportedError) or (mod.startswith("backend") and not isinstance(x, SimulationError)):
-            root, origin = x, "backend"
-        elif isinstance(x, SimulationError):
-            root, origin = x, "simulator"
-        elif mod.startswith("triton"):
-            root, origin = root or x, origin or "triton"
-    if root is None:
-        root = chain[-1]
-        mod = type(root).__module__ or ""
-        if "InductorError" in names or "BackendCompilerFailed" in names or mod.startswith("torch._inductor"):
-            origin = "inductor"
-        elif mod.startswith("torch._dynamo") or mod.startswith("torch.fx") or "TorchRuntimeError" in names:
-            origin = "dynamo"
-        else:
-            origin = "torch"
-    if origin in ("backend", "triton"):
-        status = "compile_error"
-    elif origin == "simulator":
+    root = chain[-1]
+    where = _where(root)
+    text = str(root)
+    mod = type(root).__module__ or ""
+    if isinstance(root, SimulationError) or where.startswith("backend/sim/"):
+        origin = "simulator"
+    elif where.startswith("backend/driver.py"):
+        origin = "driver"
+    elif isinstance(root, UnsupportedError) or mod.startswith("backend") or where.startswith("backend/") \
+            or "backend.language.libdevice" in text:
+        origin = "backend"
+    elif mod.startswith("triton") or "CompilationError" in names:
+        origin = "triton"
+    elif mod.startswith("torch._inductor") or "InductorError" in names or "BackendCompilerFailed" in names:
+        origin = "inductor"
+    elif mod.startswith(("torch._dynamo", "torch.fx")) or "TorchRuntimeError" in names:
+        origin = "dynamo"
+    else:
+        origin = "torch"
+    if origin in ("simulator", "driver"):
         status = "runtime_error"
-    elif origin in ("inductor", "dynamo") or "InductorError" in names or "BackendCompilerFailed" in names:
+    elif origin in ("backend", "triton", "inductor", "dynamo"):
         status = "compile_error"
     else:
         status = "runtime_error"
-    msg = _first_line(f"{root}") or type(root).__name__
+    msg = _clean_message(root)
     backend_op = ""
-    if origin in ("backend", "simulator"):
+    if origin in ("backend", "simulator", "driver"):
         for pat, fmt in _BACKEND_OP_PATTERNS:
-            m = pat.search(str(root))
+            m = pat.search(text)
             if m:
                 backend_op = fmt.format(*m.groups())
                 break
-        backend_op = backend_op or type(root).__name__
-    return status, type(root).__name__, origin, backend_op, msg
+        backend_op = backend_op or f"{type(root).__name__} in {where.rsplit(':', 1)[-1] or '?'}"
+    return status, type(root).__name__, origin, backend_op, msg, where
 
 
 def error_pattern(row: dict) -> str:
@@ -413,10 +451,11 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None) -> OpResult:
             with record_launches() as recs:
                 out = compiled(inp, args, kwargs)
         except Exception as e:  # noqa: BLE001
-            status, etype, origin, bop, msg = classify_exception(e)
+            status, etype, origin, bop, msg, where = classify_exception(e)
             res.n_launches += len(recs)
             kernels.update(r.name for r in recs)
             return done(status=status, error_type=etype, error_origin=origin, backend_op=bop, error_message=msg,
+                        error_where=where,
                         n_samples=i, n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst)
         res.n_launches += len(recs)
         kernels.update(r.name for r in recs)

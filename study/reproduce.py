@@ -18,8 +18,8 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def _has_gpu_rows(results: Path) -> bool:
-    return any(r["impl"] in ("triton_gpu", "torch_gpu") for p in sorted(raw_dir(results).glob("*.csv"))
-               for r in read_rows(p))
+    from study.results import raw_files
+    return any(r["impl"] in ("triton_gpu", "torch_gpu") for p in raw_files(results) for r in read_rows(p))
 
 
 def _has_expert_rows(results: Path) -> bool:

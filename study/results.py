@@ -119,8 +119,14 @@ def repair_partial_tail(path: Path) -> int | None:
     return line
 
 
+# Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage),
+# read by their own notebooks; every other raw file must follow the measurement schema.
+OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv")
+
+
 def raw_files(results: Path | None = None) -> list[Path]:
-    return sorted(raw_dir(results).glob("*.csv"))
+    """The measurement files (one row per measurement) in results/raw."""
+    return sorted(p for p in raw_dir(results).glob("*.csv") if not any(p.match(g) for g in OTHER_TABLES))
 
 
 def load_raw(results: Path | None = None, suites: Iterable[str] | None = None) -> "Any":

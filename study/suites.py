@@ -27,7 +27,7 @@ class Suite:
     options: tuple[str, ...] = ("default",)
     families: frozenset[str] | None = None
     autotune: bool = False
-    cached_compile: bool = True
+    cached_compile: bool = False
     wants: Callable[[Workload], bool] = lambda w: True
 
 
@@ -68,7 +68,7 @@ class Job:
     options: str
     pairs: tuple[tuple[str, str], ...]   # (impl, dtype) still to measure
     autotune: bool = False
-    cached_compile: bool = True
+    cached_compile: bool = False
 
 
 def get_suite(name: str) -> Suite:

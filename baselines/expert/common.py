@@ -130,6 +130,14 @@ def gather(b: ProgramBuilder, ptr: Reg, shape: Sequence[int], resid: Sequence[tu
     return r
 
 
+def cmp(b: ProgramBuilder, pred: str, x, y, out: Reg | None = None) -> Reg:
+    """Elementwise compare on SIMD (the builder has no helper for simd.cmp)."""
+    t = x if isinstance(x, Reg) and x.is_tile else y
+    r = out or b._new("cmp", "i1", t.shape)
+    b.emit("simd.cmp", [r], {"a": x, "b": y}, {"pred": pred, "dtype": t.dtype})
+    return r
+
+
 def to_f32(b: ProgramBuilder, x: Reg, out: Reg | None = None) -> Reg:
     return x if x.dtype == "f32" else b.cast(x, "f32", out=out)
 

@@ -30,7 +30,7 @@ def _declare_embedding_bag(name: str, mode: str) -> None:
                       tags={"study"}),
                 Shape("dlrm_b2k", {"tables": 4, "rows": 1_000_000, "dim": 64, "batch": 2048, "pool": 20},
                       tags={"study"}),
-                Shape("dlrm_b4k", {"tables": 4, "rows": 100_000, "dim": 128, "batch": 4096, "pool": 10},
+                Shape("dlrm_b4k", {"tables": 2, "rows": 100_000, "dim": 128, "batch": 4096, "pool": 10},
                       tags={"study"})],
         flops=lambda p, dt: _tbe_lookups(p) * p["dim"],
         bytes=lambda p, dt: (_tbe_lookups(p) * (p["dim"] * itemsize(dt) + 8)

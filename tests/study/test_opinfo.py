@@ -65,6 +65,10 @@ def test_backend_and_simulator_errors_are_classified():
     r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(sim))
     assert (r.status, r.error_origin, r.backend_op) == ("runtime_error", "simulator", "misaligned fp32"), r
 
+    missing = AttributeError("module 'backend.language.libdevice' has no attribute 'cyl_bessel_i0'")
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(InductorError(missing, None)))
+    assert (r.status, r.error_origin, r.backend_op) == ("compile_error", "backend", "libdevice.cyl_bessel_i0"), r
+
     r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(ValueError("boom")))
     assert (r.status, r.error_type, r.error_message) == ("runtime_error", "ValueError", "boom")
 

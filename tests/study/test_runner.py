@@ -19,7 +19,7 @@ def test_rows_carry_the_schema_and_derived_metrics(tmp_path):
     assert r["correct"] and r["max_abs_err"] == 0.0 and r["cycles"] > 0 and r["launches"] == 1
     assert r["flops"] == 2 * 2048 and r["bytes"] == 3 * 2048 * 4
     assert r["gbps"] == r["bytes"] / (r["time_us"] * 1e-6) / 1e9
-    assert r["compile_s"] > 0 and r["compile_cached_s"] is not None and r["source_lines"] > 0
+    assert r["compile_s"] > 0 and r["source_lines"] > 0
 
 
 def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
