@@ -58,6 +58,7 @@ class GlobalMemory:
         self.regions = sorted(by_start.values(), key=lambda r: r.start)
         self._starts = [r.start for r in self.regions]
         self._typed: dict[tuple[int, str], torch.Tensor] = {}
+        self._bases: dict[tuple[int, str], tuple[Region, int]] = {}  # (address, dtype) -> lookup
 
     # ------------------------------------------------------------------ lookup
 
@@ -101,20 +102,29 @@ class GlobalMemory:
 
     def _descriptor(self, st: ExecState, ins: Instr):
         a = ins.args
-        dtype = ins.attrs["dtype"]
-        shape = ins.attrs["shape"]
-        base = int(st.v(a["base"]))
-        r = self.region_of(base, st, ins)
-        base_idx = self._element_index(r, base, dtype, st, ins)
-        idx0 = base_idx + int(st.v(a["offset"]))
-        strides = [int(st.v(s)) for s in a["strides"]]
+        attrs = ins.attrs
+        dtype = attrs["dtype"]
+        shape = attrs["shape"]
+        r_ = st.r
+        base = a["base"]
+        base = int(r_[base] if isinstance(base, str) else base)
+        key = (base, dtype)
+        hit = self._bases.get(key)
+        if hit is None:
+            r = self.region_of(base, st, ins)
+            hit = self._bases[key] = (r, self._element_index(r, base, dtype, st, ins))
+        r, base_idx = hit
+        off = a["offset"]
+        idx0 = base_idx + int(r_[off] if isinstance(off, str) else off)
+        strides = [int(r_[x] if isinstance(x, str) else x) for x in a["strides"]]
+        los, his = a.get("lo"), a.get("hi")
         box = []
         for d, n in enumerate(shape):
-            lo = a["lo"][d] if a.get("lo") else None
-            hi = a["hi"][d] if a.get("hi") else None
-            lo = 0 if lo is None else max(0, int(st.v(lo)))
-            hi = n if hi is None else min(n, int(st.v(hi)))
-            box.append((lo, max(lo, hi)))
+            lo = los[d] if los else None
+            hi = his[d] if his else None
+            lo = 0 if lo is None else max(0, int(r_[lo] if isinstance(lo, str) else lo))
+            hi = n if hi is None else min(n, int(r_[hi] if isinstance(hi, str) else hi))
+            box.append((lo, hi if hi > lo else lo))
         return r, dtype, shape, base_idx, idx0, strides, box
 
     def _index_tile(self, shape, idx0, strides) -> torch.Tensor:

@@ -57,7 +57,7 @@ decode_attention = workload(
             Shape("short", {"batch": 1, "heads": 4, "kv_len": 100, "head_dim": 128}, tags={"test"}),
             Shape("b8_8k", {"batch": 8, "heads": 32, "kv_len": 8192, "head_dim": 128}, tags={"study"}),
             Shape("b1_32k", {"batch": 1, "heads": 32, "kv_len": 32768, "head_dim": 128}, tags={"study"}),
-            Shape("b64_2k", {"batch": 64, "heads": 32, "kv_len": 2048, "head_dim": 128}, tags={"study"})],
+            Shape("b32_2k", {"batch": 32, "heads": 32, "kv_len": 2048, "head_dim": 128}, tags={"study"})],
     flops=lambda p, dt: 4 * p["batch"] * p["heads"] * p["kv_len"] * p["head_dim"],
     bytes=lambda p, dt: 2 * p["batch"] * p["heads"] * (p["kv_len"] + 1) * p["head_dim"] * itemsize(dt))
 
