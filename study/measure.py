@@ -23,7 +23,7 @@ import triton  # noqa: F401  - before backend.driver: Triton's backend discovery
 from backend.configs import load_chip
 from backend.driver import record_launches
 from study.registry import TOLERANCE, Shape, Workload
-from study.roofline import chip_peaks, roofline_fraction
+from study.roofline import chip_peaks, offchip_bytes, roofline_fraction
 
 SEED = 0
 
@@ -189,7 +189,8 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
                compile_cached_s=cached_s, sim_wall_s=sum(r.sim_wall_s for r in recs), measured_at=_now())
     if not cold_log.functions:
         notes.append("compile_s = first-call overhead")
-    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0))
+    out_bytes = sum(t.numel() * t.element_size() for t in _tensors(out))
+    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0, out_bytes))
     frac = row.get("roofline_frac")
     if frac is not None and frac > 1.0:
         notes.append("above roofline: check declared flops/bytes or the timing model")
@@ -204,17 +205,19 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
             rows.append(dict(row, config=config_label(config), cycles=round(t_us * clock_ghz * 1e3), time_us=t_us,
                              launches=None, compile_s=None, compile_cached_s=None, sim_wall_s=None,
                              notes="timed by triton.autotune; correctness checked for the chosen config",
-                             **derived(flops, nbytes, dtype, chip, t_us)))
+                             **derived(flops, nbytes, dtype, chip, t_us, out_bytes)))
     return rows
 
 
-def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float) -> dict[str, Any]:
-    """Throughput and roofline fraction, computed here for every row alike."""
+def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float, out_bytes: int = 0) -> dict[str, Any]:
+    """Throughput and roofline fraction, computed here for every row alike. GB/s counts every
+    declared byte; the roofline counts the off-chip ones (outputs that fit stay in SRAM)."""
     if time_us <= 0:
         return {"tflops": None, "gbps": None, "roofline_frac": None}
     s = time_us * 1e-6
+    off = offchip_bytes(nbytes, out_bytes, chip)
     return {"tflops": flops / s / 1e12, "gbps": nbytes / s / 1e9,
-            "roofline_frac": roofline_fraction(flops, nbytes, dtype, s, chip_peaks(chip))}
+            "roofline_frac": roofline_fraction(flops, off, dtype, s, chip_peaks(chip))}
 
 
 def _now() -> str:

@@ -45,7 +45,8 @@ DEFAULT_OUT = REPO / "results" / "raw" / "opinfo_coverage.csv"
 
 COLUMNS = ("run_id", "git_sha", "versions", "op", "variant", "dtype", "status", "n_samples", "n_kernels",
            "n_launches", "max_abs_err", "atol", "rtol", "error_type", "error_origin", "backend_op",
-           "error_message", "error_where", "wall_s", "measured_at")
+           "error_message", "error_where", "n_graphs", "fallback_ops", "no_triton_reason", "inductor_cpp", "wall_s",
+           "measured_at")
 
 STATUSES = ("pass", "pass_no_triton", "wrong", "compile_error", "runtime_error", "timeout", "skipped")
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout")
@@ -99,6 +100,10 @@ class OpResult:
     backend_op: str = ""
     error_message: str = ""
     error_where: str = ""
+    n_graphs: int = 0
+    fallback_ops: str = ""
+    no_triton_reason: str = ""
+    inductor_cpp: str = ""
     wall_s: float = 0.0
     kernels: list[str] = field(default_factory=list)
 
@@ -400,7 +405,7 @@ def _is_random(op, sample, ref) -> bool:
     return compare(again, ref, 0.0, 0.0) is not None
 
 
-def run_op(op, dtype, n_samples: int = 3, compile_fn=None) -> OpResult:
+def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = True) -> OpResult:
     """Classify one OpInfo at one dtype in this process. `compile_fn(fn)` replaces torch.compile
     (tests use it to inject a wrong result)."""
     import torch
@@ -434,29 +439,31 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None) -> OpResult:
 
     rtol, atol = tolerances(op, dtype)
     res.rtol, res.atol = rtol, atol
-    compile_fn = compile_fn or (lambda f: torch.compile(f, backend="inductor", fullgraph=False, dynamic=False))
+    compile_fn = compile_fn or _default_compile
     kernels: set[str] = set()
+    codes: list[str] = []
     worst = None
+
+    def finish(**kw) -> OpResult:
+        n_graphs, fallbacks = _inductor_summary(codes)
+        res.n_graphs, res.fallback_ops = n_graphs, ";".join(fallbacks)
+        if kw.get("status") == "pass_no_triton":
+            res.no_triton_reason = "no_graph" if n_graphs == 0 else ("fallback" if fallbacks else "no_compute")
+        if kw.get("status") in ("wrong", "compile_error", "runtime_error") and cpp_control:
+            res.inductor_cpp = _cpp_control(op, samples, rtol, atol)
+        return done(n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst, **kw)
+
     for i, (s, ref) in enumerate(samples):
-        torch._dynamo.reset()
-        opfn = op.op
-
-        def fn(inp, args, kwargs):
-            return opfn(inp, *args, **kwargs)
-
-        compiled = compile_fn(fn)
         inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
         try:
-            torch.manual_seed(0)
             with record_launches() as recs:
-                out = compiled(inp, args, kwargs)
+                out = _run_compiled(op, compile_fn, inp, args, kwargs, codes)
         except Exception as e:  # noqa: BLE001
             status, etype, origin, bop, msg, where = classify_exception(e)
             res.n_launches += len(recs)
             kernels.update(r.name for r in recs)
-            return done(status=status, error_type=etype, error_origin=origin, backend_op=bop, error_message=msg,
-                        error_where=where,
-                        n_samples=i, n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst)
+            return finish(status=status, error_type=etype, error_origin=origin, backend_op=bop, error_message=msg,
+                          error_where=where, n_samples=i)
         res.n_launches += len(recs)
         kernels.update(r.name for r in recs)
         err = max_abs_err(out, ref)
@@ -464,12 +471,73 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None) -> OpResult:
             worst = err if worst is None else max(worst, err)
         mismatch = compare(out, ref, rtol, atol)
         if mismatch is not None:
-            return done(status="wrong", error_type="AssertionError", error_origin="compare",
-                        error_message=f"sample {i}: {mismatch}", n_samples=i + 1, n_kernels=len(kernels),
-                        kernels=sorted(kernels), max_abs_err=worst)
+            return finish(status="wrong", error_type="AssertionError", error_origin="compare",
+                          error_message=f"sample {i}: {mismatch}", n_samples=i + 1)
     torch._dynamo.reset()
-    return done(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples),
-                n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst)
+    return finish(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples))
+
+
+def _default_compile(f):
+    import torch
+    return torch.compile(f, backend="inductor", fullgraph=False, dynamic=False)
+
+
+def _run_compiled(op, compile_fn, inp, args, kwargs, codes: list[str]):
+    """One fresh compile and run of the op; the wrapper code of every Inductor graph compiled
+    (or loaded from the FX graph cache) is appended to `codes`."""
+    from unittest import mock
+    import torch
+    from torch._inductor.graph import GraphLowering
+    torch._dynamo.reset()
+    opfn = op.op
+
+    def fn(inp, args, kwargs):
+        return opfn(inp, *args, **kwargs)
+
+    compiled = compile_fn(fn)
+    torch.manual_seed(0)
+    with mock.patch.object(GraphLowering, "save_output_code", codes.append):
+        return compiled(inp, args, kwargs)
+
+
+_EXTERN_RE = re.compile(r"\bextern_kernels\.(\w+)\(")
+_FALLBACK_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.\w+\(")
+
+
+def _inductor_summary(codes: list[str]) -> tuple[int, list[str]]:
+    """(graphs compiled, distinct extern / aten-fallback calls in their wrapper code)."""
+    found: set[str] = set()
+    for code in codes:
+        for line in code.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "assert_", "from ", "import ")):
+                continue
+            found.update(f"extern.{m}" for m in _EXTERN_RE.findall(line))
+            found.update(f"{ns}.{name}" for ns, name in _FALLBACK_RE.findall(line))
+    return len(codes), sorted(found)
+
+
+def _cpp_control(op, samples, rtol, atol) -> str:
+    """The same samples through Inductor's own C++ CPU backend: 'pass' means the failure
+    belongs to the Triton path (the MTIA backend, or Inductor's Triton codegen); 'wrong' or an
+    error means Inductor itself fails there too."""
+    import torch._inductor.config as ic
+    old = ic.cpu_backend
+    ic.cpu_backend = "cpp"
+    try:
+        for s, ref in samples:
+            inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
+            try:
+                out = _run_compiled(op, _default_compile, inp, args, kwargs, [])
+            except Exception as e:  # noqa: BLE001
+                return f"error: {type(_chain(e)[-1]).__name__}"
+            if compare(out, ref, rtol, atol) is not None:
+                return "wrong"
+        return "pass"
+    finally:
+        ic.cpu_backend = old
+        import torch
+        torch._dynamo.reset()
 
 
 # ----------------------------------------------------------------------------- the sweep
@@ -636,6 +704,12 @@ def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = No
     p(f"  top failure causes ({len(fails)} failing rows):")
     for key, names in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:top]:
         p(f"    {len(names):4d}  {key}  e.g. {', '.join(names[:5])}")
+    nt = collections.Counter(r.get("no_triton_reason") or "?" for r in rows if r["status"] == "pass_no_triton")
+    p("  pass_no_triton because: " + ", ".join(f"{k}={v}" for k, v in nt.most_common())
+      + "  (no_graph: Dynamo compiled no graph; no_compute: views/metadata only; fallback: extern/aten call)")
+    ctl = collections.Counter(r.get("inductor_cpp") or "-" for r in fails)
+    p("  the same failing samples through Inductor's C++ backend: " + ", ".join(f"{k}={v}" for k, v in ctl.most_common())
+      + "  (pass = the failure is the Triton/MTIA path's)")
     bops = collections.Counter(r["backend_op"] for r in fails if r["backend_op"])
     if bops:
         p("  backend-reported ops: " + ", ".join(f"{k}={v}" for k, v in bops.most_common()))

@@ -1,6 +1,7 @@
 """Chip peaks and the roofline: the one place that says how fast a chip config can go.
 
-`chip_peaks` reads peak figures from the chip config when it states them (a `[roofline]`
+Memory-side bytes follow the timing model: `offchip_bytes` drops outputs that stay in the
+on-chip SRAM. `chip_peaks` reads peak figures from the chip config when it states them (a `[roofline]`
 section, or `[dpe]` / `[lpddr]` sections) and otherwise falls back to the published MTIA 2i
 figures, scaled by PE count and clock for other configs. When the configs gain peak keys,
 only this module changes.
@@ -61,6 +62,16 @@ def chip_peaks(chip: str) -> Peaks:
         int8 = int8 if int8 is not None else PUBLISHED_MTIA2I["int8_tops"] * scale
         bw = bw if bw is not None else PUBLISHED_MTIA2I["dram_gbps"]
     return Peaks(chip, bf16 * 1e12, int8 * 1e12, bw * 1e9, source)
+
+
+def offchip_bytes(nbytes: float, out_bytes: float, chip: str) -> float:
+    """The bytes a kernel must move across the off-chip interface, as the timing model counts
+    them: results that fit in the on-chip SRAM (the LLC) stay there for the next kernel, so
+    only a launch whose footprint exceeds the LLC pays for writing its outputs back."""
+    llc = _first(load_chip(chip), "sram.llc_bytes")
+    if llc is not None and nbytes <= llc:
+        return max(nbytes - out_bytes, 0.0)
+    return nbytes
 
 
 def attainable_flops(flops: float, nbytes: float, dtype: str, peaks: Peaks) -> float:

@@ -29,6 +29,27 @@ class Suite:
     autotune: bool = False
     cached_compile: bool = False
     wants: Callable[[Workload], bool] = lambda w: True
+    primary_only: bool = False          # one representative shape per workload (PRIMARY)
+    first_dtype_only: bool = False      # the workload's first declared dtype only
+    workloads: frozenset[str] | None = None
+
+
+# The representative production shape of each workload in `full`: chosen so the whole study
+# simulates in about ten minutes on two cores. Every other study shape runs in `study_all`.
+PRIMARY = {
+    "add": "16M", "bias_gelu": "4k", "bmm": "scores_512", "concat": "dlrm_b4k", "decode_attention": "b32_2k",
+    "dequantize_int8_rowwise": "4k", "dot_interaction": "dlrm_b512", "embedding_bag_mean": "dlrm_b512",
+    "embedding_bag_sum": "dlrm_b512", "flash_attention": "llm_h32_1k", "flash_attention_causal": "llm_h32_1k",
+    "gelu_erf": "16M", "gelu_tanh": "16M", "index_select": "emb_64k", "int8_matmul": "chunk_512",
+    "jagged_offsets": "dlrm_26x4k", "jagged_softmax": "hist_b512", "jagged_sum": "hist_b512",
+    "jagged_to_padded_dense": "hist_b512", "layernorm": "llm_4k", "matmul": "chunk_512",
+    "matmul_bias_gelu": "chunk_512", "mx4_dequantize": "4M", "mx4_quantize": "4M", "quantize_int8_rowwise": "4k",
+    "rmsnorm": "llm_4k", "rope": "llm_b1_8k", "silu_mul": "llm_4k", "softmax": "4k", "transpose": "4k",
+}
+
+# A cross-section of the families for the sweeps that multiply the work (ablation, generations).
+CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_bag_sum", "index_select",
+                           "flash_attention", "transpose"})
 
 
 def _default_chip() -> list[str]:
@@ -44,19 +65,23 @@ def _is_autotuned(w: Workload) -> bool:
 SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
           lambda: ["mtia2i"]),
-    Suite("full", "study shapes of every workload on the default chip (T2, F1, F2, F3)", "study", _default_chip),
-    Suite("gemm_sweep", "GEMM family, study shapes: fraction of peak vs size (F3)", "study", _default_chip,
+    Suite("full", "the representative study shape of every workload on the default chip (T2, F1, F2)",
+          "study", _default_chip, primary_only=True, first_dtype_only=True),
+    Suite("study_all", "every study shape and dtype of every workload (long: not part of reproduce)", "study",
+          _default_chip),
+    Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,
-          impls=("triton", "expert"), cached_compile=False),
+          impls=("triton", "expert"), primary_only=True, first_dtype_only=True, workloads=CROSS_SECTION),
     Suite("autotune", "every config of the autotuned Triton kernels (F7)", "study", _default_chip,
           impls=("triton",), autotune=True, cached_compile=False, wants=_is_autotuned),
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
-          impls=TRITON_IMPLS, options=tuple(ABLATIONS), cached_compile=False),
+          impls=TRITON_IMPLS, options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
+          workloads=CROSS_SECTION),
 )}
 
 # What `make reproduce` runs, in order: everything the notebooks read.
-REPRODUCE_SUITES = ("full", "ablation", "generations", "autotune")
+REPRODUCE_SUITES = ("full", "gemm_sweep", "ablation", "generations", "autotune")
 
 
 @dataclass(frozen=True)
@@ -88,12 +113,17 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                     continue
                 if suite.families is not None and w.family not in suite.families:
                     continue
-                if not suite.wants(w):
+                if not suite.wants(w) or (suite.workloads is not None and name not in suite.workloads):
                     continue
                 impls = [i for i in suite.impls if i in w.impls and not i.endswith("_gpu")]
-                pairs = tuple((i, d) for i in impls for d in w.dtypes)
+                dtypes = w.dtypes[:1] if suite.first_dtype_only else w.dtypes
+                pairs = tuple((i, d) for i in impls for d in dtypes)
                 if not pairs:
                     continue
-                for s in w.shapes_tagged(suite.shape_tag):
+                shapes = w.shapes_tagged(suite.shape_tag)
+                if suite.primary_only:
+                    pick = [x for x in shapes if x.name == PRIMARY.get(name)]
+                    shapes = pick or shapes[:1]
+                for s in shapes:
                     jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile))
     return jobs

@@ -31,13 +31,14 @@ def test_extern_only_op_is_pass_no_triton():
     r = opinfo.run_op(_op("mm"), torch.float32, n_samples=1)
     assert r.status == "pass_no_triton", r
     assert r.n_kernels == 0
+    assert (r.n_graphs, r.fallback_ops, r.no_triton_reason) == (1, "extern.mm", "fallback")
 
 
 def test_wrong_numbers_are_classified_wrong():
     def bad_compile(fn):
         compiled = torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)
         return lambda *a: compiled(*a) + 1e-2  # kernels still run; the numbers are off
-    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=bad_compile)
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=bad_compile, cpp_control=False)
     assert r.status == "wrong", r
     assert r.n_kernels > 0 and r.max_abs_err == pytest.approx(1e-2, rel=1e-3)
 
@@ -56,20 +57,22 @@ def test_backend_and_simulator_errors_are_classified():
 
     inner = UnsupportedError("kernel 'triton_poi_x' at k.py:3: operation 'tt.foo' is not supported by the MTIA backend")
     wrapped = InductorError(inner, None)
-    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(wrapped))
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(wrapped), cpp_control=False)
     assert (r.status, r.error_type, r.error_origin, r.backend_op) == \
         ("compile_error", "UnsupportedError", "backend", "tt.foo"), r
     assert "is not supported by the MTIA backend" in r.error_message
 
     sim = SimulationError("triton_poi_x", "k.py:4", "misaligned fp32 access into 'in_ptr0'")
-    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(sim))
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(sim), cpp_control=False)
     assert (r.status, r.error_origin, r.backend_op) == ("runtime_error", "simulator", "misaligned fp32"), r
 
     missing = AttributeError("module 'backend.language.libdevice' has no attribute 'cyl_bessel_i0'")
-    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(InductorError(missing, None)))
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(InductorError(missing, None)),
+                      cpp_control=False)
     assert (r.status, r.error_origin, r.backend_op) == ("compile_error", "backend", "libdevice.cyl_bessel_i0"), r
 
-    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(ValueError("boom")))
+    r = opinfo.run_op(_op("add"), torch.float32, n_samples=1, compile_fn=failing_compile(ValueError("boom")),
+                      cpp_control=False)
     assert (r.status, r.error_type, r.error_message) == ("runtime_error", "ValueError", "boom")
 
 

@@ -1,0 +1,365 @@
+"""T3, model coverage: the study's four models through torch.compile (Inductor) and the MTIA backend.
+
+Per (model, size, chip): the model (study/models.py) is compiled with
+`torch._inductor.config.cpu_backend = "triton"`, run once to compile (compile_s = that call's wall
+time less its simulation time), then run once more for the measurement, inside
+`backend.driver.record_launches()` (every Triton kernel, simulated: cycles and time) and inside a
+TorchDispatchMode that records every aten op executed on the host outside the simulator: the
+extern / fallback ops Inductor left to aten (mm, addmm, bmm, SDPA, _embedding_bag, topk,
+index_add, ...), plus anything run eagerly between graph breaks. Allocation and view ops
+(empty_strided, as_strided, ...) are not work and are not counted. The measured output is
+checked against eager (BF16: rtol = atol = 1e-2; fp32: 1e-4).
+
+Fallback ops have no simulated time. Their chip time is a ROOFLINE ESTIMATE on the chip config
+(not a simulation): peaks from the config (DPE flops_per_cycle x PEs x clock for the dtype, SIMD
+elements_per_cycle x PEs x clock, offchip bandwidth_gbps):
+  GEMM-like (mm, addmm, bmm, baddbmm, convolution, linear, matmul):  max(flops / peak, bytes / bw)
+  SDPA: its two matmuls as a GEMM (as above); its softmax part (scale, mask, max, exp, sum,
+        divide: 6 ops per score element) as non-GEMM work on SIMD: 6 x B x H x Sq x Sk / SIMD rate
+  other (embedding_bag, topk, index_add, scatter_reduce, ...): bytes moved / bw, where bytes are
+        the tensors read and written (for embedding_bag: the rows gathered, not the whole table)
+Launch overhead is not added to fallback ops (simulated Triton times include the chip's).
+
+Columns: n_triton_kernels (simulated launches), n_fallback_ops (host ops), fallback_ops
+("op x count" list), triton_time_us (simulated), fallback_est_us (roofline estimate),
+e2e_us = triton_time_us + fallback_est_us, nongemm_share_triton = non-GEMM Triton time /
+(non-GEMM Triton time + non-GEMM fallback estimate) where a Triton kernel that keeps the DPE busy
+counts as GEMM, ops_share_triton = n_triton_kernels / (n_triton_kernels + n_fallback_ops).
+
+    python -m study.model_coverage [--out results/raw/model_coverage.csv] [--models a,b]
+                                   [--sizes test,study] [--chips mtia2i]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import csv
+import datetime as _dt
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "results" / "raw" / "model_coverage.csv"
+
+COLUMNS = ("run_id", "git_sha", "model", "size", "chip", "n_triton_kernels", "n_fallback_ops", "fallback_ops",
+           "triton_time_us", "fallback_est_us", "e2e_us", "nongemm_share_triton", "ops_share_triton", "correct",
+           "max_abs_err", "compile_s", "sim_wall_s", "notes", "versions",
+           # added (STUDY.md allows adding columns, never overloading one)
+           "dtype", "shape", "triton_gemm_us", "triton_nongemm_us", "fallback_gemm_est_us",
+           "fallback_nongemm_est_us", "triton_kernels", "measured_at")
+
+TOL = {"bfloat16": 1e-2, "float16": 1e-2, "float32": 1e-4}
+
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "convolution", "linear", "matmul", "_int_mm",
+                      "addmv", "mv", "dot"})
+SDPA_PREFIX = "_scaled_dot_product"
+# allocation, views and metadata: not work on any chip
+NOT_WORK = frozenset({"empty", "empty_strided", "empty_like", "as_strided", "view", "_unsafe_view", "_reshape_alias",
+                      "detach", "alias", "lift_fresh", "set_", "resize_", "t", "transpose", "permute", "expand",
+                      "unsqueeze", "squeeze", "slice", "select", "reshape", "_local_scalar_dense", "is_same_size",
+                      "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_to_copy_noop"})
+SOFTMAX_OPS_PER_SCORE = 6
+
+
+# ----------------------------------------------------------------------------- chip peaks
+
+@dataclass(frozen=True)
+class ChipPeaks:
+    chip: str
+    dpe_flops: dict[str, float]   # FLOP/s by dtype key (bf16, f16, f32, i8)
+    simd_elems: float             # elements/s over all PEs
+    dram_bytes: float             # B/s off-chip
+
+    def gemm_flops(self, dtype: str) -> float:
+        return self.dpe_flops.get(dtype, self.dpe_flops.get("bf16"))
+
+
+def chip_peaks(chip: str) -> ChipPeaks:
+    """Peaks read from the chip config's own keys (backend/configs/<chip>.toml)."""
+    from backend.configs import load_chip
+    cfg = load_chip(chip)
+    pes = cfg["pe_grid"]["rows"] * cfg["pe_grid"]["cols"]
+    hz = float(cfg["clock_ghz"]) * 1e9
+    dpe = {k: float(v) * pes * hz for k, v in cfg["dpe"]["flops_per_cycle"].items()}
+    simd = float(cfg["simd"]["elements_per_cycle"]) * pes * hz
+    bw = float(cfg["offchip"]["bandwidth_gbps"]) * 1e9
+    return ChipPeaks(cfg["name"], dpe, simd, bw)
+
+
+_DTYPE_KEY = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32", "torch.int8": "i8"}
+
+
+# ----------------------------------------------------------------------------- host ops
+
+@dataclass
+class HostOp:
+    name: str                 # aten overload packet name, e.g. "mm", "_embedding_bag"
+    kind: str                 # "gemm", "sdpa", "other"
+    flops: float = 0.0
+    bytes: float = 0.0
+    softmax_elems: float = 0.0
+    dtype: str = "bf16"
+
+    def est_us(self, peaks: ChipPeaks) -> tuple[float, float]:
+        """(GEMM part, non-GEMM part) of the roofline estimate, in microseconds."""
+        if self.kind == "gemm":
+            return max(self.flops / peaks.gemm_flops(self.dtype), self.bytes / peaks.dram_bytes) * 1e6, 0.0
+        if self.kind == "sdpa":
+            g = max(self.flops / peaks.gemm_flops(self.dtype), self.bytes / peaks.dram_bytes) * 1e6
+            return g, SOFTMAX_OPS_PER_SCORE * self.softmax_elems / peaks.simd_elems * 1e6
+        return 0.0, self.bytes / peaks.dram_bytes * 1e6
+
+
+def _tensors(x: Any) -> list:
+    import torch
+    import torch.utils._pytree as pytree
+    return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
+def _nbytes(ts: list) -> float:
+    return float(sum(t.numel() * t.element_size() for t in ts))
+
+
+def describe_host_op(func: Any, args: tuple, kwargs: dict, out: Any) -> HostOp:
+    name = func.overloadpacket.__name__
+    ins = _tensors((args, {k: v for k, v in kwargs.items() if k != "out"}))
+    outs = _tensors(out)
+    if "out" in kwargs:  # out= variants: the output is an argument
+        outs = _tensors(kwargs["out"])
+    fdt = next((t for t in ins if t.is_floating_point()), None)
+    dtype = _DTYPE_KEY.get(str(fdt.dtype), "bf16") if fdt is not None else "bf16"
+    if name in GEMM_OPS:
+        o = outs[0]
+        if name in ("convolution",):
+            w = ins[1]
+            flops = 2.0 * o.numel() * (w.numel() // w.shape[0])
+        else:
+            a = args[1] if name in ("addmm", "baddbmm", "addbmm", "addmv") else args[0]
+            k = a.shape[-1]
+            flops = 2.0 * o.numel() * k * (a.shape[0] if name == "addbmm" else 1)
+        return HostOp(name, "gemm", flops, _nbytes(ins) + _nbytes(outs), dtype=dtype)
+    if name.startswith(SDPA_PREFIX):
+        q, k, v = args[0], args[1], args[2]
+        scores = q.numel() // q.shape[-1] * k.shape[-2]
+        flops = 2.0 * scores * q.shape[-1] + 2.0 * scores * v.shape[-1]
+        return HostOp(name, "sdpa", flops, _nbytes(ins) + _nbytes(outs[:1]), softmax_elems=float(scores), dtype=dtype)
+    if name in ("_embedding_bag", "embedding_bag", "_embedding_bag_forward_only", "embedding"):
+        weight, indices = args[0], args[1]
+        gathered = indices.numel() * weight.shape[-1] * weight.element_size()
+        rest = [t for t in ins if t is not weight]
+        return HostOp(name, "other", 0.0, gathered + _nbytes(rest) + _nbytes(outs[:1]), dtype=dtype)
+    return HostOp(name, "other", 0.0, _nbytes(ins) + _nbytes(outs), dtype=dtype)
+
+
+@contextlib.contextmanager
+def record_host_ops():
+    """Every aten op run on the host outside a simulated launch (the simulator itself computes
+    with torch: its ops are not the model's)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    import backend.driver as drv
+
+    got: list[HostOp] = []
+    state = {"in_sim": 0}
+
+    class _Mode(TorchDispatchMode):
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:
+            # Dynamo runs frames eagerly under any other mode; this one is off while compiling
+            # and on while the compiled artifact runs, which is what is measured
+            return True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if not state["in_sim"]:
+                name = func.overloadpacket.__name__
+                if name not in NOT_WORK and not name.startswith("sym_"):
+                    got.append(describe_host_op(func, args, kwargs, out))
+            return out
+
+    real_launch = drv.launch
+
+    def launch(program, grid, args):
+        state["in_sim"] += 1
+        try:
+            return real_launch(program, grid, args)
+        finally:
+            state["in_sim"] -= 1
+
+    drv.launch = launch
+    try:
+        with _Mode():
+            yield got
+    finally:
+        drv.launch = real_launch
+
+
+# ----------------------------------------------------------------------------- measuring
+
+@dataclass
+class Coverage:
+    model: str
+    size: str
+    chip: str
+    dtype: str
+    shape: str
+    n_triton_kernels: int = 0
+    n_fallback_ops: int = 0
+    fallback_ops: str = ""
+    triton_time_us: float = 0.0
+    triton_gemm_us: float = 0.0
+    triton_nongemm_us: float = 0.0
+    fallback_est_us: float = 0.0
+    fallback_gemm_est_us: float = 0.0
+    fallback_nongemm_est_us: float = 0.0
+    e2e_us: float = 0.0
+    nongemm_share_triton: float | None = None
+    ops_share_triton: float | None = None
+    correct: bool = False
+    max_abs_err: float | None = None
+    compile_s: float = 0.0
+    sim_wall_s: float = 0.0
+    triton_kernels: str = ""
+    notes: str = ""
+
+
+def _is_gemm_kernel(rec: Any) -> bool:
+    busy = getattr(rec.timing, "engine_busy", None) or {}
+    return busy.get("DPE", 0) > 0
+
+
+def _count_list(names: list[str]) -> str:
+    c = collections.Counter(names)
+    return ";".join(f"{n}x{k}" for n, k in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def configure() -> None:
+    from study import opinfo
+    opinfo.configure()
+
+
+def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
+    import torch
+    import backend.driver as drv
+    from study import models
+
+    drv.set_chip(chip)
+    torch._dynamo.reset()
+    case = models.build(model, size)
+    dtype = str(case.inputs[0].dtype if case.inputs[0].is_floating_point() else models.DTYPE).replace("torch.", "")
+    tol = TOL.get(dtype, 1e-4)
+    cov = Coverage(model, size, chip, dtype, case.shape)
+    with torch.no_grad():
+        ref = case.module(*case.inputs)
+        fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
+        t0 = time.perf_counter()
+        with drv.record_launches() as warm:
+            fn(*case.inputs)
+        cov.compile_s = time.perf_counter() - t0 - sum(r.sim_wall_s for r in warm)
+        with drv.record_launches() as recs, record_host_ops() as host:
+            out = fn(*case.inputs)
+    err = (out.double() - ref.double()).abs().max().item()
+    cov.max_abs_err = err
+    try:
+        torch.testing.assert_close(out, ref, rtol=tol, atol=tol)
+        cov.correct = True
+    except AssertionError:
+        cov.correct = False
+
+    peaks = chip_peaks(chip)
+    cov.n_triton_kernels = len(recs)
+    cov.triton_time_us = sum(r.time_us for r in recs)
+    cov.triton_gemm_us = sum(r.time_us for r in recs if _is_gemm_kernel(r))
+    cov.triton_nongemm_us = cov.triton_time_us - cov.triton_gemm_us
+    cov.sim_wall_s = sum(r.sim_wall_s for r in recs)
+    cov.triton_kernels = _count_list([r.name for r in recs])
+    cov.n_fallback_ops = len(host)
+    cov.fallback_ops = _count_list([h.name for h in host])
+    for h in host:
+        g, ng = h.est_us(peaks)
+        cov.fallback_gemm_est_us += g
+        cov.fallback_nongemm_est_us += ng
+    cov.fallback_est_us = cov.fallback_gemm_est_us + cov.fallback_nongemm_est_us
+    cov.e2e_us = cov.triton_time_us + cov.fallback_est_us
+    nongemm = cov.triton_nongemm_us + cov.fallback_nongemm_est_us
+    cov.nongemm_share_triton = cov.triton_nongemm_us / nongemm if nongemm > 0 else None
+    n = cov.n_triton_kernels + cov.n_fallback_ops
+    cov.ops_share_triton = cov.n_triton_kernels / n if n else None
+    scale = f"; study size scaled from STUDY.md ({case.paper}): {case.scaling}" if size == "study" else ""
+    cov.notes = (f"{case.shape}{scale}; fallback_est_us is a roofline estimate on the {chip} config "
+                 f"(GEMM max(flops/DPE peak, bytes/LPDDR bw), SDPA softmax on SIMD, other ops bytes/bw), "
+                 f"not a simulation")
+    return cov
+
+
+# ----------------------------------------------------------------------------- output
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def write_rows(covs: list[Coverage], out: Path) -> None:
+    from study.provenance import source_fingerprint, versions
+    run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    sha, ver, now = source_fingerprint(), versions(), _dt.datetime.now().isoformat(timespec="seconds")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        for c in covs:
+            row = {k: _fmt(v) for k, v in asdict(c).items() if k in COLUMNS}
+            row.update(run_id=run_id, git_sha=sha, versions=ver, measured_at=now)
+            w.writerow(row)
+    os.replace(tmp, out)
+
+
+def markdown_table(covs: list[Coverage]) -> str:
+    head = ("| model | size | chip | Triton kernels | fallback ops | Triton us (sim) | fallback us (roofline est.) "
+            "| e2e us | non-GEMM via Triton | ops via Triton | correct | max err | fallback ops |")
+    lines = [head, "|" + "---|" * 13]
+    for c in covs:
+        pct = lambda v: "" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+        lines.append(f"| {c.model} | {c.size} | {c.chip} | {c.n_triton_kernels} | {c.n_fallback_ops} | "
+                     f"{c.triton_time_us:.2f} | {c.fallback_est_us:.2f} | {c.e2e_us:.2f} | "
+                     f"{pct(c.nongemm_share_triton)} | {pct(c.ops_share_triton)} | {c.correct} | "
+                     f"{c.max_abs_err:.3g} | {c.fallback_ops.replace(';', ', ')} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from study import models
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--models", default=",".join(models.MODELS))
+    ap.add_argument("--sizes", default=",".join(models.SIZES))
+    ap.add_argument("--chips", default="mtia2i")
+    a = ap.parse_args(argv)
+    configure()
+    covs = []
+    for chip in a.chips.split(","):
+        for size in a.sizes.split(","):
+            for model in a.models.split(","):
+                t0 = time.perf_counter()
+                c = measure(model, size, chip)
+                print(f"# {model}/{size}/{chip}: {c.n_triton_kernels} Triton kernels, {c.n_fallback_ops} fallback "
+                      f"ops, correct={c.correct}, compile {c.compile_s:.1f} s, sim {c.sim_wall_s:.1f} s, "
+                      f"wall {time.perf_counter() - t0:.1f} s", flush=True)
+                covs.append(c)
+    write_rows(covs, a.out)
+    print(markdown_table(covs))
+    print(f"\nwrote {a.out}")
+    return 0 if all(c.correct for c in covs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""T3 model coverage (study/model_coverage.py) on the tiny sizes of two models."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+import torch
+
+from study import model_coverage, models
+
+model_coverage.configure()
+
+
+@pytest.mark.parametrize("name", ["decoder", "dlrm"])
+def test_tiny_model_compiles_correct_and_runs_triton(name):
+    c = model_coverage.measure(name, "test")
+    assert c.correct, (c.max_abs_err, c)
+    assert c.n_triton_kernels > 0 and c.triton_time_us > 0
+    assert c.n_fallback_ops > 0  # GEMMs stay extern on Inductor's CPU path
+    for share in (c.nongemm_share_triton, c.ops_share_triton):
+        assert share is not None and 0.0 <= share <= 1.0
+    assert c.e2e_us == pytest.approx(c.triton_time_us + c.fallback_est_us)
+    assert c.fallback_est_us == pytest.approx(c.fallback_gemm_est_us + c.fallback_nongemm_est_us)
+
+
+def test_dlrm_falls_back_on_embedding_bag_and_gemms():
+    c = model_coverage.measure("dlrm", "test")
+    ops = dict(kv.split("x") for kv in c.fallback_ops.split(";"))
+    assert "_embedding_bag" in ops and "addmm" in ops and "bmm" in ops
+
+
+def test_roofline_estimate_of_a_gemm():
+    peaks = model_coverage.chip_peaks("mtia2i")
+    assert peaks.gemm_flops("bf16") == pytest.approx(177e12, rel=0.01)
+    assert peaks.dram_bytes == pytest.approx(204.8e9)
+    a, b = torch.randn(512, 512, dtype=torch.bfloat16), torch.randn(512, 512, dtype=torch.bfloat16)
+    op = model_coverage.describe_host_op(torch.ops.aten.mm.default, (a, b), {}, a @ b)
+    assert op.kind == "gemm" and op.flops == 2 * 512 ** 3
+    gemm_us, other_us = op.est_us(peaks)
+    assert other_us == 0 and gemm_us == pytest.approx(max(op.flops / 177e12, 3 * 512 * 512 * 2 / 204.8e9) * 1e6,
+                                                      rel=0.01)
+
+
+def test_host_ops_inside_simulated_launches_are_not_counted(tmp_path):
+    covs = [model_coverage.measure("moe", "test")]
+    # the simulator computes with torch: none of its ops (e.g. its loads) may appear as fallbacks
+    assert covs[0].n_fallback_ops < 10, covs[0].fallback_ops
+    out = tmp_path / "mc.csv"
+    model_coverage.write_rows(covs, out)
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 1 and tuple(rows[0]) == model_coverage.COLUMNS
+    assert "| moe | test |" in model_coverage.markdown_table(covs)
+
+
+def test_sizes_keep_the_structure():
+    for name in models.MODELS:
+        t, s = models.build(name, "test"), models.build(name, "study")
+        assert [type(m).__name__ for m in t.module.modules()] == [type(m).__name__ for m in s.module.modules()]
