@@ -56,7 +56,7 @@ def test_simulated_cycles_are_deterministic(tmp_path):
 def test_ablation_options_reach_the_backend(tmp_path):
     import dataclasses
     suite = dataclasses.replace(get_suite("ablation"), shape_tag="test", impls=("triton",),
-                                options=("default", "no_structured_dma"))
+                                options=("default", "no_structured_dma"), workloads=None, primary_only=False)
     s = run_suite(suite, make_workloads(), tmp_path, workers=1, pass_workloads=True)
     cycles = {r["options"]: r["cycles"] for r in read_rows(s.path)}
     assert set(cycles) == {"default", "no_structured_dma"}
