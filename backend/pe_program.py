@@ -10,14 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triton.runtime.errors import OutOfResources
+
 from backend.sim.isa import Buffer
 from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
 
 ALIGN = 64  # local-memory buffers start on 64-byte boundaries (DMA bursts)
 
 
-class LocalMemoryOverflow(UnsupportedError):
-    pass
+class LocalMemoryOverflow(OutOfResources, UnsupportedError):
+    """Too many tiles for one PE. An OutOfResources, like a GPU's shared-memory overflow, so
+    triton.autotune skips a config that does not fit instead of failing."""
+
+    def __init__(self, message: str, required: int = 0, limit: int = 0):
+        OutOfResources.__init__(self, required, limit, "local memory")
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.required, self.limit))
 
 
 @dataclass
@@ -193,4 +206,5 @@ def _overflow(fn: Function, capacity: int, active: list) -> LocalMemoryOverflow:
                      f" from {a[2].loc or '?'}" for a in live)
     return LocalMemoryOverflow(
         f"kernel '{fn.name}': tiles live at once need {total // 1024} KB but one PE has "
-        f"{capacity // 1024} KB of local memory; largest: {desc}. Use smaller block sizes or num_stages=1.")
+        f"{capacity // 1024} KB of local memory; largest: {desc}. Use smaller block sizes or num_stages=1.",
+        total, capacity)

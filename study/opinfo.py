@@ -288,6 +288,7 @@ def _clean_message(root: BaseException) -> str:
 _BACKEND_OP_PATTERNS = [
     (re.compile(r"operation '([^']+)'"), "{0}"),
     (re.compile(r"libdevice\.(\w+) is not available"), "libdevice.{0}"),
+    (re.compile(r"extern function '([^']+)'"), "extern {0}"),
     (re.compile(r"libdevice' has no attribute '(\w+)'"), "libdevice.{0}"),
     (re.compile(r"type (\S+) is not supported"), "type {0}"),
     (re.compile(r"comparison predicate '([^']+)'"), "cmp {0}"),

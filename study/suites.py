@@ -43,7 +43,7 @@ PRIMARY = {
     "gelu_erf": "16M", "gelu_tanh": "16M", "index_select": "emb_64k", "int8_matmul": "chunk_512",
     "jagged_offsets": "dlrm_26x4k", "jagged_softmax": "hist_b512", "jagged_sum": "hist_b512",
     "jagged_to_padded_dense": "hist_b512", "layernorm": "llm_4k", "matmul": "chunk_512",
-    "matmul_bias_gelu": "chunk_512", "mx4_dequantize": "4M", "mx4_quantize": "4M", "quantize_int8_rowwise": "4k",
+    "matmul_bias_gelu": "chunk_512", "matmul_autotuned": "sq1024", "mx4_dequantize": "4M", "mx4_quantize": "4M", "quantize_int8_rowwise": "4k",
     "rmsnorm": "llm_4k", "rope": "llm_b1_8k", "silu_mul": "llm_4k", "softmax": "4k", "transpose": "4k",
 }
 

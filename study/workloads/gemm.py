@@ -49,6 +49,19 @@ def _(a, b):
     return K.matmul(a, b)
 
 
+matmul_autotuned = workload(
+    "matmul_autotuned", family="gemm", dtypes=["bf16"],
+    shapes=_TEST + [Shape("sq1024", {"m": 1024, "n": 1024, "k": 1024}, tags={"study"})],
+    flops=lambda p, dt: 2 * _mnk(p), bytes=lambda p, dt: _gemm_bytes(p, itemsize(dt), itemsize(dt)))
+matmul_autotuned.inputs(_ab)
+matmul_autotuned.impl("torch")(torch_ref.matmul)
+
+
+@matmul_autotuned.impl("triton", source=K.matmul_kernel_tuned)
+def _(a, b):
+    return K.matmul_autotuned(a, b)
+
+
 matmul_bias_gelu = workload(
     "matmul_bias_gelu", family="gemm", dtypes=["bf16"], shapes=_TEST + _PRODUCTION[:2],
     flops=lambda p, dt: 2 * _mnk(p) + 9 * p["m"] * p["n"],
