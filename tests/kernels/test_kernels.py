@@ -54,12 +54,12 @@ def compiled_tiles(kernel: triton.runtime.JITFunction) -> list[str]:
     return [ck.asm["tile"] for cache, *_ in kernel.device_caches.values() for ck in cache.values()]
 
 
-@pytest.mark.parametrize("w", [w for w in WORKLOADS.values()], ids=lambda w: w.name)
 def _jit(src):
     """The @triton.jit function behind a source (an autotuner wraps one)."""
     return src.fn if isinstance(src, triton.runtime.Autotuner) else src
 
 
+@pytest.mark.parametrize("w", [w for w in WORKLOADS.values()], ids=lambda w: w.name)
 def test_triton_source_is_a_kernel(w) -> None:
     assert isinstance(_jit(w.source.get("triton")), triton.runtime.JITFunction), \
         f"{w.name}: impl('triton', source=...) must name the @triton.jit kernel"
