@@ -41,6 +41,7 @@ class _DeviceState:
     records: list[KernelRecord] = field(default_factory=list)
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
+    trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
 
 
 DEVICE = _DeviceState()
@@ -50,6 +51,19 @@ def set_chip(name: str) -> None:
     """Select the chip config that later compiles target and launches are priced on."""
     load_chip(name)  # validates the name
     DEVICE.chip = name
+
+
+@contextlib.contextmanager
+def trace_launches() -> Iterator[list[KernelRecord]]:
+    """Like record_launches, with per-engine spans in each record's timing (for
+    backend.sim.trace.write_perfetto). Slower: use it on small launches."""
+    old = DEVICE.trace
+    DEVICE.trace = True
+    try:
+        with record_launches() as got:
+            yield got
+    finally:
+        DEVICE.trace = old
 
 
 @contextlib.contextmanager
@@ -167,7 +181,7 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
     traces = execute(program, grid, args, record=DEVICE.timing)
-    timing = price_launch(program, traces, chip)
+    timing = price_launch(program, traces, chip, trace=DEVICE.trace)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)
     DEVICE.clock_us += timing.time_us

@@ -182,6 +182,37 @@ save_figure(fig, "F5_generations")
 write_table(g.pivot(index="chip", columns="impl", values="geomean").reset_index(), "F5_generations_geomean",
             f"Geometric-mean speedup over {ref_chip} per chip config")""")
 
+notebook("F8_timeline", "F8: engine timeline of one kernel (DMA / DPE / SIMD overlap) from the simulator's trace", """\
+import json
+from study.plots import results_dir
+path = results_dir() / "raw" / "timeline_matmul.json"
+if not path.exists():
+    raise FileNotFoundError(f"{path} is missing: run python -m study.timeline")
+doc = json.loads(path.read_text())
+meta = doc["otherData"]
+tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+spans = pd.DataFrame([dict(pe=e["pid"], engine=tracks[(e["pid"], e["tid"])], start=e["ts"], dur=e["dur"])
+                      for e in doc["traceEvents"] if e.get("ph") == "X"])
+spans = need(spans, "trace spans")
+engines = [e for e in ["PROGRAM", "DMA_IN", "DPE", "SIMD", "SFU", "RE", "MLU", "DMA_OUT", "SCALAR"] if e in set(spans.engine)]
+pe0 = spans[spans.pe == spans.pe.min()]
+colors = {"PROGRAM": "#bdbdbd", "DMA_IN": "#3182bd", "DMA_OUT": "#6baed6", "DPE": "#e6550d", "SIMD": "#31a354",
+          "SFU": "#756bb1", "RE": "#636363", "MLU": "#fdae6b", "SCALAR": "#969696"}
+fig, ax = plt.subplots(figsize=(9, 0.45 * len(engines) + 1.2))
+for i, eng in enumerate(engines):
+    d = pe0[pe0.engine == eng]
+    ax.broken_barh(list(zip(d.start, d.dur)), (i - 0.4, 0.8), color=colors.get(eng, "#999999"))
+ax.set_yticks(range(len(engines)), engines)
+ax.invert_yaxis()
+ax.set_xlabel("simulated time (us)")
+busy = {e: pe0[pe0.engine == e].dur.sum() for e in engines if e != "PROGRAM"}
+span = pe0[pe0.engine == "PROGRAM"].dur.sum() or (pe0.start + pe0.dur).max()
+util = ", ".join(f"{e} {100 * b / span:.0f}%" for e, b in busy.items() if b > 0)
+ax.set_title(f"{meta['kernel']} {meta['shape']} {meta['dtype']} on {meta['chip']}, PE {int(pe0.pe.min())}: "
+             f"engine busy share {util}", fontsize=9)
+save_figure(fig, "F8_timeline")""")
+
+
 notebook("F7_autotune", "F7: autotuning landscape: simulated time over block-size configs", """\
 df = need(load(["autotune"]), "the autotune suite")
 cfg = need(df[(df.config != "") & df.time_us.notna()], "per-config autotune rows")

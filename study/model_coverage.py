@@ -257,12 +257,18 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
     with torch.no_grad():
         ref = case.module(*case.inputs)
         fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
+        from torch._dynamo.utils import counters
+        graphs0 = counters["stats"]["unique_graphs"]
         t0 = time.perf_counter()
         with drv.record_launches() as warm:
             fn(*case.inputs)
         cov.compile_s = time.perf_counter() - t0 - sum(r.sim_wall_s for r in warm)
+        n_graphs = counters["stats"]["unique_graphs"] - graphs0
+        n_autotune = len(warm)
         with drv.record_launches() as recs, record_host_ops() as host:
             out = fn(*case.inputs)
+        if counters["stats"]["unique_graphs"] - graphs0 != n_graphs:
+            raise RuntimeError(f"{model}/{size}: the measured call recompiled; its launches would include autotuning")
     err = (out.double() - ref.double()).abs().max().item()
     cov.max_abs_err = err
     try:
@@ -291,7 +297,9 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
     n = cov.n_triton_kernels + cov.n_fallback_ops
     cov.ops_share_triton = cov.n_triton_kernels / n if n else None
     scale = f"; study size scaled from STUDY.md ({case.paper}): {case.scaling}" if size == "study" else ""
-    cov.notes = (f"{case.shape}{scale}; fallback_est_us is a roofline estimate on the {chip} config "
+    cov.notes = (f"{case.shape}{scale}; {n_graphs} FX graph(s) compiled (graph breaks: {max(n_graphs - 1, 0)}); "
+                 f"first call launched {n_autotune} kernels (autotuning included; 0 extra when Inductor's cache was "
+                 f"warm), compile_s is that call's wall time less its simulation time; fallback_est_us is a roofline estimate on the {chip} config "
                  f"(GEMM max(flops/DPE peak, bytes/LPDDR bw), SDPA softmax on SIMD, other ops bytes/bw), "
                  f"not a simulation")
     return cov

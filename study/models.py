@@ -8,10 +8,10 @@ sequence, hidden width and table sizes shrink. STUDY.md's shapes are listed besi
 
 | model    | STUDY.md shape                                   | "study" size here (scaling)                   |
 |----------|--------------------------------------------------|-----------------------------------------------|
-| decoder  | batch 16, seq 2048, hidden 4096, 32 heads, BF16  | batch 2, seq 128, hidden 256, 4 heads (hd 64), ffn 688, BF16 |
-| dlrm     | tens of tables, 1e5-1e6 rows, dim 64-128, batch 512-4096 | 8 tables x 4096 rows, dim 64, batch 256, bags 1-16, BF16 |
-| moe      | tokens 4096, hidden 4096, top-2 of 8             | tokens 256, hidden 256, ffn 512, top-2 of 8, BF16 |
-| jagged   | batch 512, history lengths 1-1024                | batch 64, lengths 1-128, dim 64, BF16         |
+| decoder  | batch 16, seq 2048, hidden 4096, 32 heads, BF16  | batch 4, seq 256, hidden 512, 4 heads (hd 128), ffn 1376: batch /4, seq /8, hidden, heads, ffn /8 |
+| dlrm     | tens of tables, 1e5-1e6 rows, dim 64-128, batch 512-4096 | the smallest STUDY.md shape: batch 512, 26 tables x 1e5 rows, dim 64; bags 1-16; MLPs 13-512-256-64, 512-256-1 |
+| moe      | tokens 4096, hidden 4096, top-2 of 8             | tokens 512, hidden 512, ffn 1024, top-2 of 8: tokens, hidden /8 |
+| jagged   | batch 512, history lengths 1-1024                | batch 128, lengths 1-256, item dim 64: batch, lengths /4 |
 
 All models run in BF16 (STUDY.md: the decoder is BF16; the others follow it); correctness is
 checked against eager at the BF16 tolerance (1e-2).
@@ -190,19 +190,19 @@ def _gen(seed: int) -> torch.Generator:
 
 
 def _decoder(size: str) -> ModelCase:
-    b, s, h, nh, ffn = {"test": (1, 32, 64, 2, 128), "study": (2, 128, 256, 4, 688)}[size]
+    b, s, h, nh, ffn = {"test": (1, 32, 64, 2, 128), "study": (4, 256, 512, 4, 1376)}[size]
     torch.manual_seed(0)
     m = DecoderBlock(h, nh, ffn)
     x = torch.randn(b, s, h, generator=_gen(1))
     mask = torch.full((s, s), float("-inf")).triu(1)
     paper = "batch 16, seq 2048, hidden 4096, 32 heads (hd 128), ffn 11008, BF16"
     return ModelCase("decoder", size, m, (x, mask), f"batch {b}, seq {s}, hidden {h}, {nh} heads (hd {h // nh}), "
-                     f"ffn {ffn}", paper, "batch /8, seq /16, hidden /16, heads /8 (head_dim /2), ffn /16")
+                     f"ffn {ffn}", paper, "batch /4, seq /8, hidden /8, heads /8 (head_dim 128 kept), ffn /8")
 
 
 def _dlrm(size: str) -> ModelCase:
     cfg = {"test": dict(b=16, t=3, rows=64, d=16, dense=8, bottom=[32, 16], top=[32, 16], maxbag=4),
-           "study": dict(b=256, t=8, rows=4096, d=64, dense=13, bottom=[256, 128], top=[256, 128], maxbag=16)}[size]
+           "study": dict(b=512, t=26, rows=100_000, d=64, dense=13, bottom=[512, 256], top=[512, 256], maxbag=16)}[size]
     torch.manual_seed(0)
     m = DLRM(cfg["dense"], cfg["t"], cfg["rows"], cfg["d"], cfg["bottom"], cfg["top"])
     g = _gen(1)
@@ -217,21 +217,21 @@ def _dlrm(size: str) -> ModelCase:
     return ModelCase("dlrm", size, m, (dense, indices, offsets),
                      f"batch {b}, {t} tables x {cfg['rows']} rows, dim {cfg['d']}, bags 1-{cfg['maxbag']}, "
                      f"bottom {cfg['bottom']}, top {cfg['top']}", paper,
-                     "batch 512->256, tables ~26->8, rows 1e5->4096, dim 64 kept, bag sizes 1-16")
+                     "none needed: the smallest STUDY.md shape (batch 512, 26 tables x 1e5 rows, dim 64), bags 1-16, Criteo-style MLPs 13-512-256-64 and 512-256-1")
 
 
 def _moe(size: str) -> ModelCase:
-    t, h, ffn = {"test": (32, 32, 64), "study": (256, 256, 512)}[size]
+    t, h, ffn = {"test": (32, 32, 64), "study": (512, 512, 1024)}[size]
     torch.manual_seed(0)
     m = MoEFFN(h, ffn)
     x = torch.randn(t, h, generator=_gen(1))
     paper = "tokens 4096, hidden 4096, top-2 of 8 experts"
     return ModelCase("moe", size, m, (x,), f"tokens {t}, hidden {h}, ffn {ffn}, top-2 of 8, capacity x2", paper,
-                     "tokens /16, hidden /16, experts 8 and top-2 kept")
+                     "tokens /8, hidden /8, ffn = 2 x hidden, experts 8 and top-2 kept")
 
 
 def _jagged(size: str) -> ModelCase:
-    b, maxlen, d, u, hid = {"test": (8, 16, 16, 8, [32, 16]), "study": (64, 128, 64, 32, [256, 128])}[size]
+    b, maxlen, d, u, hid = {"test": (8, 16, 16, 8, [32, 16]), "study": (128, 256, 64, 32, [256, 128])}[size]
     torch.manual_seed(0)
     m = JaggedBlock(d, u, hid)
     g = _gen(1)
@@ -242,7 +242,7 @@ def _jagged(size: str) -> ModelCase:
     paper = "batch 512, history lengths 1-1024"
     return ModelCase("jagged", size, m, (values, offsets, user),
                      f"batch {b}, lengths 1-{maxlen} (total {int(lengths.sum())}), dim {d}, mlp {hid}", paper,
-                     "batch /8, max history length /8")
+                     "batch /4, max history length /4, item dim 64")
 
 
 BUILDERS: dict[str, Callable[[str], ModelCase]] = {"decoder": _decoder, "dlrm": _dlrm, "moe": _moe,

@@ -86,6 +86,8 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False)
             for e in s.errors:
                 print(f"  error: {e}", file=sys.stderr)
                 status = 1
+        from study import timeline
+        timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
     print("notebooks:")
     failures = run_notebooks(results)
     if failures:
