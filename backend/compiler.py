@@ -70,6 +70,7 @@ class MTIAOptions:
     structured_dma: bool = True         # pointer/mask analysis -> descriptor DMA
     use_reduction_engine: bool = True   # builtin reductions on the RE
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
+    pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
 
     def hash(self) -> str:
         key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in fields(self))
@@ -224,7 +225,12 @@ class MTIABackend(BaseBackend):
         for a, name in zip(fn.args, fn.arg_names or [a.name.lstrip("%") for a in fn.args]):
             kind = "ptr" if a.type.is_ptr else ("float" if a.type.elem.startswith(("f", "bf")) else "int")
             params.append({"name": name, "kind": kind, "dtype": str(a.type), "reg": a.name})
-        meta = {"chip": options.arch, "num_stages": options.num_stages, "memory_ops": pe.tile.report}
+        # level 2 also decides how programs share a PE: when one program's buffers fit local
+        # memory twice, two programs are resident at once (ping-pong), so the next one's DMA
+        # overlaps this one's compute and stores
+        pipeline = 2 if options.pipeline_programs and 2 * pe.peak <= pe.capacity else 1
+        meta = {"chip": options.arch, "num_stages": options.num_stages, "memory_ops": pe.tile.report,
+                "program_pipeline": pipeline}
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))
 
     @staticmethod

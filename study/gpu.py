@@ -544,7 +544,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         only = set(args.only.split(","))
         todo = [j for j in todo if j[0].name in only]
     # study shapes: only those whose declared cost is small enough to simulate in seconds
-    todo = [j for j in todo if "test" in j[1].tags or cost(*j) <= args.max_cost]
+    todo = [j for j in todo if ("test" in j[1].tags and args.min_cost <= 0) or args.min_cost < cost(*j) <= args.max_cost]
     if args.dry_run:
         for w, s, dt in todo:
             print(f"would simulate {w.name:28s} {s.label:40s} {dt:5s} cost={cost(w, s, dt):.3g}")
@@ -631,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-timeout-s", type=float, default=45.0, help="simulate: give up a job after this")
     ap.add_argument("--max-cost", type=float, default=64e6,
                     help="simulate: largest study shape (bytes + flops/200) to simulate")
+    ap.add_argument("--min-cost", type=float, default=0.0,
+                    help="simulate: only shapes above this cost (to extend an earlier run; test shapes then skipped)")
     args = ap.parse_args(argv)
     if args.out is None:
         args.out = str(REPO / "results" / "raw" / ("sim_h200.csv" if args.simulate else "gpu_h200.csv"))

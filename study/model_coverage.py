@@ -51,7 +51,8 @@ COLUMNS = ("run_id", "git_sha", "model", "size", "chip", "n_triton_kernels", "n_
            "max_abs_err", "compile_s", "sim_wall_s", "notes", "versions",
            # added (STUDY.md allows adding columns, never overloading one)
            "dtype", "shape", "triton_gemm_us", "triton_nongemm_us", "fallback_gemm_est_us",
-           "fallback_nongemm_est_us", "triton_kernels", "measured_at")
+           "fallback_nongemm_est_us", "max_abs_err_vs_fp32", "eager_max_abs_err_vs_fp32", "triton_kernels",
+           "measured_at")
 
 TOL = {"bfloat16": 1e-2, "float16": 1e-2, "float32": 1e-4}
 
@@ -222,6 +223,8 @@ class Coverage:
     ops_share_triton: float | None = None
     correct: bool = False
     max_abs_err: float | None = None
+    max_abs_err_vs_fp32: float | None = None
+    eager_max_abs_err_vs_fp32: float | None = None
     compile_s: float = 0.0
     sim_wall_s: float = 0.0
     triton_kernels: str = ""
@@ -271,6 +274,13 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
             raise RuntimeError(f"{model}/{size}: the measured call recompiled; its launches would include autotuning")
     err = (out.double() - ref.double()).abs().max().item()
     cov.max_abs_err = err
+    if dtype != "float32":  # how far each is from the same model in fp32 (context for a bf16 miss)
+        import copy
+        with torch.no_grad():
+            ref32 = copy.deepcopy(case.module).float()(*(a.float() if a.is_floating_point() else a
+                                                         for a in case.inputs)).double()
+        cov.max_abs_err_vs_fp32 = (out.double() - ref32).abs().max().item()
+        cov.eager_max_abs_err_vs_fp32 = (ref.double() - ref32).abs().max().item()
     try:
         torch.testing.assert_close(out, ref, rtol=tol, atol=tol)
         cov.correct = True

@@ -34,7 +34,11 @@ Engine costs (from the cost inputs of backend/sim/isa.py):
 Chip level:
   - Program i runs on PE i mod n_pe (round-robin by linear program id, x fastest). A PE runs its
     programs back to back, `replace_us` between two; kernel time = launch_us + the slowest PE,
-    and never less than the off-chip bytes / off-chip bandwidth.
+    and never less than the off-chip bytes / off-chip bandwidth. When the compiler marks a
+    program `program_pipeline = d` (its buffers fit local memory d times), consecutive programs
+    on a PE overlap: program j is issued `replace_us` after the control core has issued
+    program j-1, with the engines' state carried over, and waits for program j-d to finish
+    (whose buffers it reuses).
   - Shared bandwidth: the on-chip SRAM and the off-chip level are shared by the PEs active at
     once; each of the n_active = min(n_pe, programs) PEs gets bandwidth / n_active (a static,
     deterministic share), capped by its local-memory bandwidth.
@@ -296,13 +300,26 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     acc = {"off_read": 0.0, "off_write": 0.0, "sram_read": 0.0, "sram_write": 0.0, "local": 0.0,
            "dpe_flops": 0, "vec_flops": 0, "scalar_accesses": 0}
     spans: list | None = [] if trace else None
+    # programs the compiler pipelines (their buffers fit the PE `depth` times over) overlap on
+    # a PE: the next one is issued once the control core has issued the previous one, and
+    # waits only for the program `depth` earlier, whose buffers it reuses
+    depth = int(getattr(program, "meta", {}).get("program_pipeline", 1))
+    carries: list = [[None, None, 0.0] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
+    ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     for i, t in enumerate(traces):
         pe = i % m.n_pe
-        start = pe_time[pe] + (m.replace_cycles if pe_programs[pe] else 0.0)
-        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe)
+        carry = carries[pe]
+        if carry is not None and pe_programs[pe]:
+            start = carry[2] + m.replace_cycles
+            if len(ends[pe]) >= depth:
+                start = max(start, ends[pe][-depth])
+        else:
+            start = pe_time[pe] + (m.replace_cycles if pe_programs[pe] else 0.0)
+        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe, carry)
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
-        pe_time[pe] = end
+        pe_time[pe] = max(pe_time[pe], end)
+        ends[pe].append(end)
         pe_programs[pe] += 1
     slowest = max(pe_time)
     off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
@@ -329,14 +346,20 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
 
 
 def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
-              spill: bool, busy: list, acc: dict, spans: list | None, pe: int) -> float:
-    """List-schedule one program's events starting at t0; returns its finish time."""
+              spill: bool, busy: list, acc: dict, spans: list | None, pe: int,
+              carry: list | None = None) -> float:
+    """List-schedule one program's events starting at t0; returns its finish time.
+    `carry` ([engine free times, engine queues, control-core time]) continues the engine state
+    of the previous program on the PE, so pipelined programs overlap; it is updated in place."""
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
     nq = len(ENGINE_ORDER)
-    free = [t0] * nq
-    qfin: list[list[float]] = [[] for _ in range(nq)]
+    if carry is not None and carry[0] is not None:
+        free, qfin = carry[0], carry[1]
+    else:
+        free = [t0] * nq
+        qfin = [[] for _ in range(nq)]
     depth = m.depth
     fixed, latency = m.fixed, m.latency
     issue, scal, loopc = m.issue, m.scalar, m.loop
@@ -511,6 +534,8 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             end = rd
         if spans is not None:
             spans.append((pe, ENGINE_ORDER[e], s, fin, ins.op))
+    if carry is not None:
+        carry[0], carry[1], carry[2] = free, qfin, F
     if F > end:
         end = F
     acc["off_read"] += off_r

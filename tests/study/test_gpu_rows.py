@@ -1,0 +1,76 @@
+"""The committed H200 measurement (results/raw/gpu_h200.csv, study F6) and the simulator's h200
+rows beside it: they parse with the project's strict reader and say what they measured on."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from study.results import read_rows
+
+RAW = Path(__file__).resolve().parents[2] / "results" / "raw"
+GPU = RAW / "gpu_h200.csv"
+SIM = RAW / "sim_h200.csv"
+
+
+@pytest.fixture(scope="module")
+def gpu_rows() -> list[dict]:
+    if not GPU.exists():
+        pytest.skip(f"{GPU} not measured yet (python3 -m study.gpu on an H200)")
+    rows = read_rows(GPU)  # strict: a malformed or partial line raises
+    assert rows, f"{GPU} has no rows"
+    return rows
+
+
+def test_gpu_rows_say_where_they_ran(gpu_rows):
+    for r in gpu_rows:
+        assert r["suite"] == "gpu"
+        assert r["chip"] == "h200"
+        assert r["impl"] in ("triton_gpu", "torch_gpu")
+        assert r["device"] and "H200" in r["device"], r["device"]
+        assert r["versions"] and "triton=" in r["versions"] and "torch=" in r["versions"]
+        assert r["cycles"] is None and r["sim_wall_s"] is None  # measured, not simulated
+
+
+def test_gpu_times_positive_and_metrics_consistent(gpu_rows):
+    timed = [r for r in gpu_rows if r["time_us"] is not None]
+    assert timed, "no timed rows"
+    for r in timed:
+        assert r["time_us"] > 0 and math.isfinite(r["time_us"])
+        if r["bytes"]:
+            assert r["gbps"] == pytest.approx(r["bytes"] / (r["time_us"] * 1e-6) / 1e9, rel=1e-9)
+        if r["flops"]:
+            assert r["tflops"] == pytest.approx(r["flops"] / (r["time_us"] * 1e-6) / 1e12, rel=1e-9)
+    # a row without a time failed, and says why
+    for r in gpu_rows:
+        if r["time_us"] is None:
+            assert not r["correct"] and "error" in (r["notes"] or "")
+
+
+def test_gpu_rows_pair_up(gpu_rows):
+    """Every (workload, shape, dtype) has one triton_gpu and one torch_gpu row."""
+    by: dict[tuple, list[str]] = {}
+    for r in gpu_rows:
+        by.setdefault((r["workload"], r["shape"], r["dtype"]), []).append(r["impl"])
+    for k, impls in by.items():
+        assert sorted(impls) == ["torch_gpu", "triton_gpu"], (k, impls)
+
+
+def test_sim_h200_rows():
+    if not SIM.exists():
+        pytest.skip(f"{SIM} not simulated yet (python -m study.gpu --simulate)")
+    rows = read_rows(SIM)
+    assert rows
+    for r in rows:
+        assert r["impl"] == "triton" and r["chip"] == "h200" and r["device"] == "simulated"
+        if r["correct"]:
+            assert r["time_us"] is not None and r["time_us"] > 0
+
+
+def test_gpu_script_dry_run(capsys):
+    """study/gpu.py imports without a GPU and lists its jobs."""
+    from study import gpu
+    assert gpu.main(["--dry-run", "--only", "add"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure add" in out
