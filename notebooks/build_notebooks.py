@@ -272,23 +272,23 @@ ax.annotate(f"geomean {g:.2f}x over {len(sp)} kernels", xy=(0.005, g), xycoords=
             xytext=(2, 4), textcoords="offset points", fontsize=9)
 ax.set_yscale("log")
 ax.set_xticks(np.arange(len(sp))); ax.set_xticklabels(sp.kernel_tri, rotation=90, fontsize=5.5); ax.set_xlim(-0.7, len(sp) - 0.3)
-ax.set_xlabel("kernel (workload, study shape, dtype)")
 ax.set_ylabel("speedup of plain Triton over torch\\n(time torch / time Triton, log)")
-ax.set_title(f"(a) Plain Triton kernels vs torch/cuBLAS/SDPA, measured on {device} (study shapes, both correct; >1 = Triton faster)", fontsize=10)
+ax.set_title(f"(a) Plain Triton kernels vs torch/cuBLAS/SDPA, measured on {device}: one bar per kernel (workload, study shape, dtype), both correct; >1 = Triton faster", fontsize=10)
 ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=fam_colour[f]) for f in fams], labels=fams, fontsize=7, ncol=len(fams), loc="upper left")
 ax = fig.add_subplot(gs[1, 0])
 if len(m):
     for is_study, mk in [(False, "o"), (True, "D")]:
         d = m[m.study == is_study]
         ax.scatter(d.time_us_gpu, d.time_us_sim, s=16, marker=mk, c=[fam_colour.get(f, "grey") for f in d.family_gpu],
-                   alpha=0.8, edgecolor="white", lw=0.3, label="study shape" if is_study else "test shape")
+                   alpha=0.8, edgecolor="white", lw=0.3)
+        ax.scatter([], [], s=16, marker=mk, color="grey", label="study shape" if is_study else "test shape")
     lo = min(m.time_us_gpu.min(), m.time_us_sim.min()) / 1.5; hi = max(m.time_us_gpu.max(), m.time_us_sim.max()) * 1.5
     x = np.array([lo, hi]); ax.plot(x, x, color="black", lw=0.9, label="y = x")
     ax.fill_between(x, x / 1.1, x * 1.1, color="grey", alpha=0.2, lw=0, label="±10% (LLMCompass per-operator error)")
     ax.set_xlim(lo, hi); ax.set_ylim(lo, hi)
     ax.set_xscale("log"); ax.set_yscale("log")
     ax.legend(fontsize=7, loc="upper left")
-    ax.set_title(f"(b) simulator, H200-like config, vs measured ({len(m)} kernels)", fontsize=10)
+    ax.set_title(f"(b) simulator, H200-like config, vs measured ({len(m)} kernels; colour: family as in (a))", fontsize=10)
 else:
     ax.text(0.5, 0.5, "no simulated h200 rows matching measured ones", ha="center", transform=ax.transAxes)
 ax.set_xlabel(f"measured Triton time on {device} (us; study: do_bench median, test: CUDA-graph replay)")

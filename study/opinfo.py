@@ -30,7 +30,6 @@ import collections
 import csv
 import datetime as _dt
 import io
-import json
 import os
 import re
 import sys
@@ -681,6 +680,9 @@ def sweep(ops: list, dtypes: list, out: Path, timeout: float, n_samples: int, wo
 def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = None) -> dict:
     with path.open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if dtype is None or r["dtype"] == dtype]
+    dtypes = sorted({r["dtype"] for r in rows})
+    if dtype is None and len(dtypes) > 1:
+        return {d: summarize(path, file, top, d) for d in dtypes}
     c = collections.Counter(r["status"] for r in rows)
     total = len(rows)
     applicable = total - c["skipped"]
@@ -696,6 +698,10 @@ def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = No
     p(f"  correct (pass + pass_no_triton) / (total - skipped) = {c['pass'] + c['pass_no_triton']}/{applicable} = "
       f"{correct:.1%}")
     fails = [r for r in rows if r["status"] in ("wrong", "compile_error", "runtime_error", "timeout")]
+    triton_fails = [r for r in fails if r.get("inductor_cpp") == "pass" or r["status"] == "timeout"]
+    tp = c["pass"] + len(triton_fails)
+    p(f"  Triton-path success = pass / (pass + failures that Inductor's C++ backend does not share) = "
+      f"{c['pass']}/{tp} = {(c['pass'] / tp if tp else 0):.1%}")
     groups: dict[str, list[str]] = collections.defaultdict(list)
     for r in fails:
         key = error_pattern(r) if r["status"] != "wrong" else "[wrong] numbers differ"
@@ -713,6 +719,10 @@ def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = No
       + "  (pass = the failure is the Triton/MTIA path's)")
     bops = collections.Counter(r["backend_op"] for r in fails if r["backend_op"])
     if bops:
+        cls = collections.Counter()
+        for k, v in bops.items():
+            cls[k.split(".")[0] if k.startswith("libdevice.") else k] += v
+        p("  backend failure classes: " + ", ".join(f"{k}={v}" for k, v in cls.most_common()))
         p("  backend-reported ops: " + ", ".join(f"{k}={v}" for k, v in bops.most_common()))
     origins = collections.Counter(r["error_origin"] for r in fails)
     p("  failures by origin: " + ", ".join(f"{k or '-'}={v}" for k, v in origins.most_common()))
