@@ -29,6 +29,7 @@ from backend.tile_ir import Function, print_function
 from backend.ttir_reader import read_module
 
 BACKEND_VERSION = "0.1.0"
+MAX_RESIDENT_PROGRAMS = 4  # programs in flight on one PE (bounded by the engines' queue depth)
 
 
 def _source_digest() -> str:
@@ -225,10 +226,11 @@ class MTIABackend(BaseBackend):
         for a, name in zip(fn.args, fn.arg_names or [a.name.lstrip("%") for a in fn.args]):
             kind = "ptr" if a.type.is_ptr else ("float" if a.type.elem.startswith(("f", "bf")) else "int")
             params.append({"name": name, "kind": kind, "dtype": str(a.type), "reg": a.name})
-        # level 2 also decides how programs share a PE: when one program's buffers fit local
-        # memory twice, two programs are resident at once (ping-pong), so the next one's DMA
-        # overlaps this one's compute and stores
-        pipeline = 2 if options.pipeline_programs and 2 * pe.peak <= pe.capacity else 1
+        # level 2 also decides how programs share a PE: as many programs as their buffers fit
+        # local memory (up to MAX_RESIDENT_PROGRAMS) are resident at once, so the next
+        # programs' DMA overlaps this one's compute and stores
+        pipeline = max(1, min(MAX_RESIDENT_PROGRAMS, pe.capacity // max(pe.peak, 1))) \
+            if options.pipeline_programs else 1
         meta = {"chip": options.arch, "num_stages": options.num_stages, "memory_ops": pe.tile.report,
                 "program_pipeline": pipeline}
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))

@@ -28,11 +28,47 @@ class CompileError(UnsupportedError):
 
 
 class Emitter:
-    def __init__(self, kernel: str, options: object):
+    def __init__(self, kernel: str, options: object, fn: Function | None = None):
         self.kernel = kernel
         self.options = options
         self.blocks: list[list[Instr]] = [[]]
         self.force_tile = False  # inside combine regions: scalar-typed ops run on whole tiles
+        self.defs: dict[Value, Op] = {}
+        self.fma: dict[int, tuple] = {}   # id(addf) -> (a, b, c): contracted a*b + c
+        self.fused: set[int] = set()      # ids of mulf ops folded into an fma
+        if fn is not None:
+            self._analyse(fn)
+
+    def _analyse(self, fn: Function) -> None:
+        from backend.tile_ir import walk
+        nuses: dict[Value, int] = {}
+        for op in walk(fn.body):
+            for r in op.results:
+                self.defs[r] = op
+            for v in op.operands:
+                nuses[v] = nuses.get(v, 0) + 1
+        if not getattr(self.options, "enable_fp_fusion", True):
+            return
+        # a*b + c -> fma(a, b, c) when the product has no other use (fp contraction, as GPU
+        # backends do under enable_fp_fusion): one SIMD pass instead of two
+        for op in walk(fn.body):
+            if op.name != "arith.addf" or not op.result.type.is_tile:
+                continue
+            for i in (0, 1):
+                m = self.defs.get(op.operands[i])
+                if m is not None and m.name == "arith.mulf" and nuses.get(m.result) == 1 \
+                        and id(m) not in self.fused:
+                    self.fused.add(id(m))
+                    self.fma[id(op)] = (m.operands[0], m.operands[1], op.operands[1 - i])
+                    break
+
+    def operand(self, v: Value):
+        """A register, or the number itself when v is a splat constant tile: SIMD instructions
+        take a scalar immediate, so no constant tile is built in local memory."""
+        d = self.defs.get(v)
+        if d is not None and d.name == "arith.constant" and v.type.is_tile and len(d.attrs.get("values", [])) == 1:
+            return d.attrs["values"][0]
+        return v.name
 
     def emit(self, op: str, dst: list[str], args: dict, attrs: dict | None = None, loc: str = "",
              bodies: list[Block] | None = None) -> Instr:
@@ -97,9 +133,16 @@ _UNARY = {
 def _binary(e: Emitter, op: Op) -> None:
     fn = _BINARY[op.name]
     out = op.result
+    if id(op) in e.fused:
+        return  # folded into the fma of its single user
+    if id(op) in e.fma:
+        a, b, c = e.fma[id(op)]
+        e.emit("simd.fma", [reg(out)], {"a": e.operand(a), "b": e.operand(b), "c": e.operand(c)},
+               {"dtype": out.type.elem}, op.loc)
+        return
     if e.tile(out):
         engine = "sfu" if fn in SFU_FUNCTIONS else "simd"
-        e.emit(f"{engine}.binary", [reg(out)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
+        e.emit(f"{engine}.binary", [reg(out)], {"a": e.operand(op.operands[0]), "b": e.operand(op.operands[1])},
                {"fn": fn, "dtype": out.type.elem}, op.loc)
     else:
         e.emit("scalar.binary", [reg(out)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
@@ -167,13 +210,13 @@ def _cmp(e: Emitter, op: Op) -> None:
     if pred in ("false", "true"):
         raise e.error(op, f"comparison predicate '{pred}' is not supported")
     pre = "simd" if e.tile(op.result) else "scalar"
-    e.emit(f"{pre}.cmp", [reg(op.result)], {"a": reg(op.operands[0]), "b": reg(op.operands[1])},
+    e.emit(f"{pre}.cmp", [reg(op.result)], {"a": e.operand(op.operands[0]), "b": e.operand(op.operands[1])},
            {"pred": pred, "dtype": op.operands[0].type.elem}, op.loc)
 
 
 @rule("arith.select")
 def _select(e: Emitter, op: Op) -> None:
-    c, a, b = (reg(v) for v in op.operands)
+    c, a, b = (e.operand(v) for v in op.operands)
     pre = "simd" if e.tile(op.result) else "scalar"
     e.emit(f"{pre}.select", [reg(op.result)], {"cond": c, "a": a, "b": b},
            {"dtype": op.result.type.elem}, op.loc)
@@ -533,9 +576,31 @@ def _extern(e: Emitter, op: Op) -> None:
 
 def select(fn: Function, options: object, buffers: dict, local_mem_bytes: int, params: list[dict],
            meta: dict) -> Program:
-    e = Emitter(fn.name, options)
+    e = Emitter(fn.name, options, fn)
     body = e.lower_region(fn.body, ("tt.return",))
+    _drop_dead_constants(body)
     return Program(fn.name, params, body, buffers, local_mem_bytes, meta)
+
+
+def _drop_dead_constants(body: Block) -> None:
+    """Constants whose every use became an immediate are not built at all."""
+    read: set[str] = set()
+
+    def collect(b: Block) -> None:
+        read.update(registers_in(b.results))
+        for ins in b.instrs:
+            read.update(registers_in(list(ins.args.values())))
+            for x in ins.bodies:
+                collect(x)
+
+    def prune(b: Block) -> None:
+        b.instrs = [i for i in b.instrs if not (i.op in ("simd.const", "scalar.const") and i.dst[0] not in read)]
+        for ins in b.instrs:
+            for x in ins.bodies:
+                prune(x)
+
+    collect(body)
+    prune(body)
 
 
 def print_program(p: Program) -> str:

@@ -111,6 +111,8 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
                 alias[op.result] = op.operands[0]
             if op.name == "tt.dot":
                 inplace.append(("dot", op.result, op.operands[2], idx))
+            elif op.name.startswith(("arith.", "math.")) and len(op.results) == 1 and op.result.type.is_tile:
+                inplace.append(("elementwise", op.result, list(op.operands), idx))
             elif op.name == "scf.for":
                 body = op.regions[0]
                 y = body.ops[-1] if body.ops and body.ops[-1].name == "scf.yield" else None
@@ -144,8 +146,9 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
 
 def _share_buffers(cands: list, defs: dict, last: dict, root) -> "callable":
     """Union values that can live in one buffer: a dot's result with its accumulator when
-    nothing reads the accumulator afterwards (the DPE accumulates in place), and a loop's
-    carried value across init, iteration argument, yielded value and result."""
+    nothing reads the accumulator afterwards (the DPE accumulates in place), an elementwise
+    result with an operand that dies there, and a loop's carried value across init,
+    iteration argument, yielded value and result."""
     parent: dict = {}
 
     def find(v):
@@ -165,6 +168,13 @@ def _share_buffers(cands: list, defs: dict, last: dict, root) -> "callable":
             _, res, acc, idx = c
             if last.get(root(acc), -1) <= idx:
                 union(res, acc)
+        elif c[0] == "elementwise":
+            # the SIMD engine writes a result over an operand that dies at this op
+            _, res, operands, idx = c
+            for v in operands:
+                if v.type.is_tile and last.get(root(v), -1) <= idx and v.type.nbytes == res.type.nbytes:
+                    union(v, res)
+                    break
         else:
             _, arg, yielded, res, init, idx = c
             if yielded is not None and yielded is not arg and last.get(arg, -1) <= defs[root(yielded)][0]:

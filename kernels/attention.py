@@ -133,14 +133,13 @@ def decode_attn_combine_kernel(part_acc_ptr, part_ml_ptr, o_ptr, H, stride_ob, s
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     sm_scale: float | None = None, BLOCK_M: int | None = None, BLOCK_N: int = 64) -> torch.Tensor:
-    """q, k, v: [B, H, S, D] -> o [B, H, S, D]. BLOCK_M defaults to 128 for head_dim <= 64 and
-    to 64 above, so the fp32 accumulator and score tiles fit one PE's 384 KB local memory
-    (see tests/kernels/BACKEND_BUGS.md #1)."""
+    """q, k, v: [B, H, S, D] -> o [B, H, S, D]. BLOCK_M = 128 query rows per program: the fp32
+    accumulator and score tiles fit one PE's 384 KB local memory up to head_dim 128."""
     B, H, S, D = q.shape
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
     o = torch.empty_like(q)
     if BLOCK_M is None:
-        BLOCK_M = 128 if D <= 64 else 64
+        BLOCK_M = 128
     BLOCK_M = min(BLOCK_M, max(16, triton.next_power_of_2(S)))
     BLOCK_N = min(BLOCK_N, max(16, triton.next_power_of_2(S)))
     grid = (triton.cdiv(S, BLOCK_M), B * H)

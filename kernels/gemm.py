@@ -128,10 +128,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, BLOCK_M: int = 128, BLOCK_N: int = 
 
 
 def matmul_bias_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, BLOCK_M: int = 128,
-                     BLOCK_N: int = 64, BLOCK_K: int = 64, GROUP_M: int = 8) -> torch.Tensor:
-    """gelu_tanh(a @ b + bias), the epilogue fused into the GEMM. BLOCK_N is 64 rather than
-    128 because the epilogue's fp32 temporaries must fit one PE's local memory beside the
-    accumulator (see tests/kernels/BACKEND_BUGS.md: loop-carried tiles are not coalesced)."""
+                     BLOCK_N: int = 128, BLOCK_K: int = 64, GROUP_M: int = 8) -> torch.Tensor:
+    """gelu_tanh(a @ b + bias), the epilogue fused into the GEMM."""
     return _launch_matmul(a, b, bias, "gelu_tanh", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
 

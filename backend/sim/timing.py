@@ -36,9 +36,10 @@ Chip level:
     programs back to back, `replace_us` between two; kernel time = launch_us + the slowest PE,
     and never less than the off-chip bytes / off-chip bandwidth. When the compiler marks a
     program `program_pipeline = d` (its buffers fit local memory d times), consecutive programs
-    on a PE overlap: program j is issued `replace_us` after the control core has issued
-    program j-1, with the engines' state carried over, and waits for program j-d to finish
-    (whose buffers it reuses).
+    on a PE overlap: each resident program has its own issue context (the command processor
+    interleaves their streams), program j starts `replace_us` after program j-1 started and
+    not before program j-d finished (whose buffers it reuses); the engines are shared, in
+    program order, with their state carried from one program to the next.
   - Shared bandwidth: the on-chip SRAM and the off-chip level are shared by the PEs active at
     once; each of the n_active = min(n_pe, programs) PEs gets bandwidth / n_active (a static,
     deterministic share), capped by its local-memory bandwidth.
@@ -306,11 +307,13 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     depth = int(getattr(program, "meta", {}).get("program_pipeline", 1))
     carries: list = [[None, None, 0.0] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
+    starts = [0.0] * m.n_pe
     for i, t in enumerate(traces):
         pe = i % m.n_pe
         carry = carries[pe]
         if carry is not None and pe_programs[pe]:
-            start = carry[2] + m.replace_cycles
+            # each resident program has its own issue context; engines are shared in order
+            start = starts[pe] + m.replace_cycles
             if len(ends[pe]) >= depth:
                 start = max(start, ends[pe][-depth])
         else:
@@ -320,6 +323,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
         pe_time[pe] = max(pe_time[pe], end)
         ends[pe].append(end)
+        starts[pe] = start
         pe_programs[pe] += 1
     slowest = max(pe_time)
     off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
