@@ -305,7 +305,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # a PE: the next one is issued once the control core has issued the previous one, and
     # waits only for the program `depth` earlier, whose buffers it reuses
     depth = int(getattr(program, "meta", {}).get("program_pipeline", 1))
-    carries: list = [[None, None, 0.0] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
+    carries: list = [[None, None, 0.0, None] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     starts = [0.0] * m.n_pe
     for i, t in enumerate(traces):
@@ -349,18 +349,43 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
 
 
+def _fit(busy: list, s: float, dur: float) -> float:
+    """Earliest start >= s of a `dur`-long slot between the engine's busy intervals (sorted,
+    disjoint); records the slot. How resident programs interleave on a shared engine."""
+    i = 0
+    n = len(busy)
+    while i < n and busy[i][1] <= s:
+        i += 1
+    while i < n and busy[i][0] < s + dur:
+        if busy[i][1] > s:
+            s = busy[i][1]
+        i += 1
+    busy.insert(i, (s, s + dur))
+    return s
+
+
 def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
               spill: bool, busy: list, acc: dict, spans: list | None, pe: int,
               carry: list | None = None) -> float:
     """List-schedule one program's events starting at t0; returns its finish time.
-    `carry` ([engine free times, engine queues, control-core time]) continues the engine state
-    of the previous program on the PE, so pipelined programs overlap; it is updated in place."""
+    `carry` ([engine free times, engine queues, control-core time, engine busy intervals])
+    holds the PE's engine state across resident programs: this program's instructions run in
+    order among themselves and fill the gaps the other resident programs leave on each engine
+    (updated in place)."""
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
     nq = len(ENGINE_ORDER)
-    if carry is not None and carry[0] is not None:
-        free, qfin = carry[0], carry[1]
+    slots = None  # with resident programs: per engine, busy intervals of the other programs
+    if carry is not None:
+        if carry[0] is None:
+            carry[0], carry[1], carry[3] = [t0] * nq, [[] for _ in range(nq)], [[] for _ in range(nq)]
+        qfin = [[] for _ in range(nq)]  # each resident program has its own issue queues
+        slots = carry[3]
+        for lst in slots:  # intervals that ended before this program starts can no longer matter
+            while lst and lst[0][1] <= t0:
+                lst.pop(0)
+        free = [t0] * nq   # in order within this program; gaps left by others can be used
     else:
         free = [t0] * nq
         qfin = [[] for _ in range(nq)]
@@ -509,6 +534,8 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 x = st[1][st[0] % cp]
                 if x > s:
                     s = x
+        if slots is not None:
+            s = _fit(slots[e], s, dur)
         fin = s + dur
         free[e] = fin
         q.append(fin)
@@ -539,7 +566,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         if spans is not None:
             spans.append((pe, ENGINE_ORDER[e], s, fin, ins.op))
     if carry is not None:
-        carry[0], carry[1], carry[2] = free, qfin, F
+        carry[2] = F
     if F > end:
         end = F
     acc["off_read"] += off_r

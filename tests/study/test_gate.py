@@ -31,8 +31,8 @@ def test_gate_fails_on_a_5_percent_slowdown_in_the_cost_model(tmp_path, monkeypa
     expected = _record_expected(tmp_path)
     original = timing.price_launch
 
-    def slower(program, traces, chip):
-        t = original(program, traces, chip)
+    def slower(program, traces, chip, **kw):
+        t = original(program, traces, chip, **kw)
         return dataclasses.replace(t, cycles=round(t.cycles * 1.05) + 1, time_us=t.time_us * 1.05)
 
     monkeypatch.setattr(timing, "price_launch", slower)
@@ -45,7 +45,7 @@ def test_gate_fails_on_an_unrecorded_improvement_and_on_wrong_results(tmp_path, 
     expected = _record_expected(tmp_path)
     original = timing.price_launch
     monkeypatch.setattr(timing, "price_launch",
-                        lambda p, tr, c: dataclasses.replace(original(p, tr, c), cycles=original(p, tr, c).cycles // 2))
+                        lambda p, tr, c, **kw: dataclasses.replace(original(p, tr, c), cycles=original(p, tr, c).cycles // 2))
     rep, _ = _gate(tmp_path, "fast", expected)
     assert not rep.ok and len(rep.improvements) == 4
     monkeypatch.setattr(timing, "price_launch", original)
