@@ -19,6 +19,7 @@ _FLOAT_UNARY = [
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma",
     "floor", "ceil", "trunc", "round", "rint", "nearbyint", "fabs", "cbrt", "rcp", "tgamma", "erfinv",
     "sigmoid", "fast_expf", "fast_logf", "fast_tanhf", "fast_dividef_unused",
+    "erfcx", "cyl_bessel_i0", "cyl_bessel_i1", "j0", "j1", "y0", "y1",
 ]
 _FLOAT_BINARY = ["pow", "atan2", "fmod", "fmin", "fmax", "hypot", "copysign", "remainder", "nextafter",
                  "fdim", "div_rn", "div_rz", "div_rd", "div_ru", "fast_powf"]
@@ -53,7 +54,7 @@ _ISA_NAME = {"fabs": "abs", "rcp": "recip", "nearbyint": "rint", "fast_expf": "e
              "fast_tanhf": "tanh", "exp10": "exp10", "fast_powf": "pow", "remainder": "remainder",
              "isfinited": "isfinite", "finitef": "isfinite", "abs_int": "abs", "div_rn": "div",
              "div_rz": "div", "div_rd": "div", "div_ru": "div", "fmin": "fminnum", "fmax": "fmaxnum",
-             "fmod": "frem"}
+             "fmod": "frem", "cyl_bessel_i0": "i0", "cyl_bessel_i1": "i1"}
 
 for _n in _FLOAT_UNARY:
     if _n == "fast_dividef_unused":
@@ -66,6 +67,8 @@ for _n in _FLOAT_BINARY:
 for _n in _FLOAT_TEST:
     globals()[_n] = _make(_n, 1, _table(1, _F, f"mtia.{_n}", "int1"))
     EXTERN_FN[f"mtia.{_n}"] = ("test", _ISA_NAME.get(_n, _n))
+ilogb = _make("ilogb", 1, _table(1, _F, "mtia.ilogb", "int32"))
+EXTERN_FN["mtia.ilogb"] = ("unary", "ilogb")
 for _n in ("popc", "clz"):
     globals()[_n] = _make(_n, 1, _table(1, _I, f"mtia.{_n}", "int32"))
     EXTERN_FN[f"mtia.{_n}"] = ("unary", _n)
@@ -92,7 +95,7 @@ def lower_extern(e: Any, op: Any) -> None:
     if family == "fma":
         e.emit("simd.fma" if tile else "scalar.fma", [out.name], dict(zip("abc", regs)), {"dtype": dt}, op.loc)
         return
-    if fn in ("exp10", "remainder", "cbrt", "tgamma", "erfinv", "nextafter", "fdim"):
+    if fn in ("exp10", "remainder", "cbrt", "tgamma", "fdim"):
         _lower_composite(e, op, fn, regs, dt, tile)
         return
     if family in ("unary", "test"):

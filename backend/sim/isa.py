@@ -267,7 +267,7 @@ BINARY: dict[str, Callable] = {
     "umin": _unsigned_op(torch.minimum, True), "umax": _unsigned_op(torch.maximum, True),
     "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
     "shl": _shl, "shrs": _shrs, "shru": _shru, "pow": torch.pow, "atan2": torch.atan2,
-    "umulhi": _umulhi, "copysign": torch.copysign, "hypot": torch.hypot,
+    "umulhi": _umulhi, "copysign": torch.copysign, "hypot": torch.hypot, "nextafter": torch.nextafter,
 }
 
 # Transcendentals go to the SFU (lookup tables); the rest are plain SIMD ALU work.
@@ -281,12 +281,16 @@ UNARY: dict[str, Callable] = {
     "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "erfc": torch.erfc, "lgamma": torch.lgamma, "signbit": torch.signbit,
     "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "recip": torch.reciprocal,
+    "erfinv": torch.erfinv, "erfcx": torch.special.erfcx, "i0": torch.special.i0, "i1": torch.special.i1,
+    "j0": torch.special.bessel_j0, "j1": torch.special.bessel_j1, "y0": torch.special.bessel_y0,
+    "y1": torch.special.bessel_y1, "ilogb": lambda x: (torch.frexp(x)[1] - 1).to(torch.int32),
     "popc": None, "clz": None,
 }
 SFU_FUNCTIONS = frozenset({
     "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
     "tanh", "erf", "sigmoid", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "erfc", "lgamma", "pow", "atan2", "recip", "hypot",
+    "erfc", "lgamma", "pow", "atan2", "recip", "hypot", "erfinv", "erfcx", "i0", "i1", "j0", "j1", "y0", "y1",
+    "nextafter",
 })
 
 
