@@ -52,12 +52,15 @@ for impl in ["triton", "triton_ext"]:
     s["impl"] = impl
     rows.append(s)
 sp = need(pd.concat(rows), "triton/triton_ext rows with a matching expert row")
-sp["kernel"] = sp.workload + " " + sp["shape"] + " " + sp.dtype
+one_shape = sp.groupby("workload")["shape"].nunique().max() == 1
+sp["kernel"] = sp.workload + " (" + sp.dtype + ")" if one_shape else sp.workload + " " + sp["shape"] + " " + sp.dtype
 order = sp[sp.impl == "triton"].sort_values("speedup").kernel.tolist() + sorted(set(sp.kernel) - set(sp[sp.impl == "triton"].kernel))
 fig, ax = plt.subplots(figsize=(max(6, 0.32 * len(order) + 2), 4.2))
 impls = [i for i in ["triton", "triton_ext"] if i in set(sp.impl)]
 sns.barplot(sp, x="kernel", y="speedup", hue="impl", order=order, hue_order=impls, palette=PALETTE, ax=ax)
 ax.set_yscale("log")
+ticks = [t for t in (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0) if sp.speedup.min() / 1.1 <= t <= sp.speedup.max() * 1.1]
+ax.set_yticks(ticks, [f"{t:g}x" for t in ticks]); ax.minorticks_off()
 ax.axhline(1.0, color="black", lw=1)
 for impl in impls:
     g = geomean(sp[sp.impl == impl].speedup)
@@ -106,16 +109,18 @@ print(f"{len(above)} of {len(df)} points above the roofline (a timing-model or d
       sorted(set(above.workload)))""")
 
 notebook("F3_gemm_sweep", "F3: GEMM sweep: fraction of the roofline vs size, Triton vs expert", """\
-df = need(load(["full", "gemm_sweep"]), "the full or gemm_sweep suite")
-df = df[(df.family == "gemm") & (df.options == "default") & (df.config == "") & df.correct & df.roofline_frac.notna()]
-need(df, "correct GEMM rows")
-# size as the cube root of M*N*K (flops = 2MNK), so square and production shapes share one axis
+df = need(load(["gemm_sweep"]), "the gemm_sweep suite")
+# the square BF16 sweep: one line per implementation, one point per size
+df = df[(df.workload == "matmul") & (df.options == "default") & (df.config == "") & df.correct & df.roofline_frac.notna()]
+need(df, "correct square GEMM rows")
 df = df.assign(size=(df.flops / 2) ** (1 / 3))
 fig, ax = plt.subplots(figsize=(7, 4.2))
-markers = dict(zip(sorted(df.workload.unique()), "osD^vPX*"))
-for (impl, wl), d in df.sort_values("size").groupby(["impl", "workload"]):
-    ax.plot(d["size"], d.roofline_frac * 100, marker=markers.get(wl, "o"), ms=5, color=PALETTE.get(impl, "grey"),
-            ls="-" if impl == "triton" else ("--" if impl == "expert" else ":"), label=f"{IMPL_LABELS.get(impl, impl)}: {wl}")
+for impl, d in df.sort_values("size").groupby("impl"):
+    ax.plot(d["size"], d.roofline_frac * 100, marker="o" if impl == "triton" else "D", ms=5, color=PALETTE.get(impl, "grey"),
+            ls="-" if impl == "triton" else "--", label=IMPL_LABELS.get(impl, impl))
+    for x, y in zip(d["size"], d.roofline_frac * 100):
+        ax.annotate(f"{y:.0f}%", (x, y), textcoords="offset points", xytext=(0, 6 if impl == "expert" else -12),
+                    ha="center", fontsize=7, color=PALETTE.get(impl, "grey"))
 if (df.roofline_frac > 1).any():
     ax.axhspan(100, ax.get_ylim()[1] if ax.get_ylim()[1] > 100 else 105, color="red", alpha=0.06)
     ax.text(0.99, 0.97, "above 100%: timing-model or declared-cost defect", transform=ax.transAxes, ha="right", va="top", fontsize=8, color="darkred")
@@ -123,10 +128,10 @@ ax.axhline(80, color="grey", lw=0.8, ls=":"); ax.text(df["size"].min(), 81, "80%
 ax.set_xscale("log", base=2)
 ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
 ax.set_ylim(0, max(105, float(df.roofline_frac.max() * 100) * 1.08))
-ax.set_xlabel("GEMM size (cube root of M x N x K)")
+ax.set_xlabel("square BF16 GEMM size M = N = K")
 ax.set_ylabel("fraction of attainable roofline (%)")
-ax.set_title("GEMM sweep on the simulated MTIA 2i")
-ax.legend(fontsize=7, ncol=2)
+ax.set_title("BF16 GEMM sweep on the simulated MTIA 2i (roofline: min(177 TFLOP/s, intensity x 204.8 GB/s))", fontsize=9)
+ax.legend(fontsize=8)
 save_figure(fig, "F3_gemm_sweep")""")
 
 notebook("F4_ablation", "F4: ablation: each compiler feature switched off in turn", """\
