@@ -88,6 +88,8 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False)
                 status = 1
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
+        from backend.sim import microbench  # T1: the simulator's calibration against published peaks
+        microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
     print("notebooks:")
     failures = run_notebooks(results)
     if failures:
