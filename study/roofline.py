@@ -46,11 +46,9 @@ def _first(cfg: dict[str, Any], *paths: str) -> float | None:
 def chip_peaks(chip: str) -> Peaks:
     """Peak compute and memory bandwidth of a chip config."""
     cfg = load_chip(chip)
-    bf16 = _first(cfg, "roofline.peak_tflops_bf16", "roofline.bf16_tflops", "dpe.peak_tflops_bf16",
-                  "dpe.bf16_tflops")
-    int8 = _first(cfg, "roofline.peak_tops_int8", "roofline.int8_tops", "dpe.peak_tops_int8", "dpe.int8_tops")
-    bw = _first(cfg, "roofline.dram_gbps", "roofline.peak_gbps", "lpddr.bandwidth_gbps", "dram.bandwidth_gbps",
-                "hbm.bandwidth_gbps")
+    bf16 = _first(cfg, "roofline.peak_tflops_bf16", "published.dpe_bf16_tflops", "dpe.peak_tflops_bf16")
+    int8 = _first(cfg, "roofline.peak_tops_int8", "published.dpe_int8_tops", "dpe.peak_tops_int8")
+    bw = _first(cfg, "roofline.dram_gbps", "published.offchip_gbps", "offchip.bandwidth_gbps")
     source = "config"
     if bf16 is None or int8 is None or bw is None:
         source = "published MTIA 2i figures, scaled by PE count x clock"
