@@ -129,6 +129,11 @@ _UNARY = {
 }
 
 
+# ops whose splat-constant operands become immediates (Emitter.operand); the PE level gives
+# such constants no buffer
+IMMEDIATE_USERS = frozenset(_BINARY) | {"arith.cmpi", "arith.cmpf", "arith.select"}
+
+
 @rule(*_BINARY)
 def _binary(e: Emitter, op: Op) -> None:
     fn = _BINARY[op.name]

@@ -74,6 +74,25 @@ def _is_view(op: Op) -> bool:
     return False
 
 
+def _immediates(fn: Function) -> set:
+    """Splat constant tiles that every user takes as a SIMD immediate (see lowering.operand):
+    they are never built, so they need no buffer."""
+    from backend.lowering import IMMEDIATE_USERS
+    users: dict[Value, list[Op]] = {}
+    consts = []
+
+    def visit(region: Region) -> None:
+        for op in region.ops:
+            if op.name == "arith.constant" and op.results[0].type.is_tile and len(op.attrs.get("values", [])) == 1:
+                consts.append(op.results[0])
+            for v in op.operands:
+                users.setdefault(v, []).append(op)
+            for r in op.regions:
+                visit(r)
+    visit(fn.body)
+    return {c for c in consts if users.get(c) and all(u.name in IMMEDIATE_USERS for u in users[c])}
+
+
 def live_intervals(fn: Function, stages: int) -> list[Interval]:
     defs: dict[Value, tuple[int, str]] = {}
     last: dict[Value, int] = {}
@@ -130,9 +149,10 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
             if v not in inner and d < start and start <= last.get(v, -1) < end:
                 last[v] = end
     buffered = _buffered_loads(fn, stages)
+    immediates = _immediates(fn)
     groups: dict = {}
     for v, (d, loc) in defs.items():
-        if v.type.is_tile and v.type.elem != "blockptr" and v not in alias:
+        if v.type.is_tile and v.type.elem != "blockptr" and v not in alias and v not in immediates:
             groups.setdefault(classes(v), []).append(v)
     out = []
     for rep_v, members in groups.items():

@@ -602,7 +602,6 @@ class Case:
     kwargs: dict = field(default_factory=dict)  # constexprs and launch options
     atol: float | None = None                  # None: from the output dtype
     check: Callable[[dict, dict], None] | None = None  # custom check(args, outputs)
-    xfail: str | None = None
     interp: bool = False                       # in the differential test against the interpreter
 
     def grid_of(self, args: dict) -> tuple:
@@ -1617,8 +1616,7 @@ case("unsigned_64", unsigned64_kernel,
                     y_ptr=torch.randint(-(1 << 62), 1 << 62, (16,), generator=g) * 2,
                     out_ptr=torch.zeros(48, dtype=torch.int64)), (1,), _u64_ref, kwargs=dict(N=16), interp=True)
 
-# block_ptr_copy / block_ptr_advance / tensor_descriptor found a structure-pass bug (the mask
-# analysis gave `idx >= 0` the lower bound 2): fixed in the structure pass in d67d9a7. A case
-# that cannot pass yet gets `by_name(...).xfail = "needs structure pass: ..."` here.
+# block_ptr_copy / block_ptr_advance / tensor_descriptor pin the mask analysis of `idx >= 0`
+# lower bounds (block pointers reach the backend as pointer tiles with two-sided masks).
 
 DIFF_CASES = [c.name for c in CASES if c.interp]

@@ -10,13 +10,7 @@ import corpus
 
 
 def _params(scalar_path: bool) -> list:
-    out = []
-    for c in corpus.CASES:
-        marks = []
-        if c.xfail and not scalar_path:
-            marks.append(pytest.mark.xfail(reason=c.xfail, strict=False))
-        out.append(pytest.param(c, id=c.name, marks=marks))
-    return out
+    return [pytest.param(c, id=c.name) for c in corpus.CASES]
 
 
 def _run(case: corpus.Case, **options) -> None:

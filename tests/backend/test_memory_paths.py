@@ -164,3 +164,33 @@ def test_block_pointers_lower_to_bounded_dma(M, N):
     torch.testing.assert_close(y, x + 1.0)
     assert _paths(k) == ["dma", "dma"]
     assert "make_tensor_ptr" not in k.asm["tile"] and "blockptr" not in k.asm["tile"]
+
+
+@triton.jit
+def _mm_gelu(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    u = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+    acc = acc * tl.sigmoid(2.0 * u)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.bfloat16))
+
+
+def test_gemm_epilogue_shares_buffers_and_fits_local_memory():
+    # loop-carried accumulator (init, iteration value, dot result, loop result) and the
+    # epilogue temporaries share buffers; unshared, this 128x128 tile needs more than 384 KB
+    K = 256
+    a = torch.randn(128, K, dtype=torch.bfloat16)
+    b = torch.randn(K, 128, dtype=torch.bfloat16)
+    c = torch.empty(128, 128, dtype=torch.bfloat16)
+    k = _mm_gelu[(1,)](a, b, c, K, BM=128, BN=128, BK=64)
+    acc = a.float() @ b.float()
+    ref = acc * torch.sigmoid(2 * 0.7978845608028654 * (acc + 0.044715 * acc ** 3))
+    torch.testing.assert_close(c.float(), ref, rtol=2e-2, atol=2e-2)
+    peak = int(re.search(r"PE program: (\d+) of (\d+) bytes", k.asm["pe"]).group(1))
+    assert peak <= 256 * 1024, k.asm["pe"].splitlines()[0]
