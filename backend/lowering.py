@@ -404,16 +404,16 @@ def _combine_block(e: Emitter, region: Region, terminator: str) -> Block:
 @rule("tt.reduce")
 def _reduce(e: Emitter, op: Op) -> None:
     region = op.regions[0]
-    kind = _builtin_kind(region) if len(op.operands) == 1 and getattr(e.options, "use_reduction_engine", True) \
-        else None
+    kind = _builtin_kind(region) if len(op.operands) == 1 else None
     attrs = {"axis": op.attrs["axis"]}
     bodies = []
     if kind:
         attrs["kind"] = kind
     else:
         bodies = [_combine_block(e, region, "tt.reduce.return")]
-    e.emit("re.reduce", [reg(r) for r in op.results], {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc,
-           bodies)
+    # without the reduction engine a reduction is a tree of SIMD passes
+    name = "re.reduce" if getattr(e.options, "use_reduction_engine", True) else "simd.reduce"
+    e.emit(name, [reg(r) for r in op.results], {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc, bodies)
 
 
 @rule("tt.scan")

@@ -802,6 +802,18 @@ def hillis_steele_scan(values: list[torch.Tensor], axis: int, reverse: bool, com
     return [v.movedim(-1, axis) for v in vals]
 
 
+@instruction("simd.reduce")
+def _simd_reduce(st: ExecState, ins: Instr):
+    """A reduction done without the reduction engine: a pairwise tree of SIMD passes
+    (what the compiler emits with use_reduction_engine=False)."""
+    cost = _re_reduce(st, ins)
+    n = max(1, st.v(ins.args["srcs"][0]).shape[ins.attrs["axis"]]) if isinstance(
+        st.v(ins.args["srcs"][0]), torch.Tensor) else 1
+    passes = max(1, (n - 1).bit_length())
+    return {"elements": cost["elements"], "dtype": "f32", "passes": passes,
+            "flops_per_element": cost.get("combine_ops", 1)}
+
+
 @instruction("re.scan")
 def _re_scan(st: ExecState, ins: Instr):
     """Inclusive scan along attrs.axis: builtin cumsum / cumprod or a combine region."""

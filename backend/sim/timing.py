@@ -458,7 +458,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             dpe_flops += c["flops"]
         elif k == K_SIMD:
             n = c["elements"]
-            dur = fixed[e] + n / simd_epc
+            dur = fixed[e] * c.get("passes", 1) + n / simd_epc
             vec_flops += n * c.get("flops_per_element", 1)
         elif k == K_SFU:
             n = c["elements"]
