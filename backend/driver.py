@@ -42,6 +42,9 @@ class _DeviceState:
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
+    # "timing": skip tile arithmetic of the heavy instructions (same cycles when addresses and
+    # control flow do not depend on tile data; results are not computed). For speed sweeps.
+    mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
 
 
 DEVICE = _DeviceState()
@@ -180,7 +183,7 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
             raise TypeError(f"kernel '{program.name}': argument '{p['name']}' must be a tensor, got {type(a).__name__}")
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
-    traces = execute(program, grid, args, record=DEVICE.timing)
+    traces = execute(program, grid, args, record=DEVICE.timing, mode=DEVICE.mode)
     timing = price_launch(program, traces, chip, trace=DEVICE.trace)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)
