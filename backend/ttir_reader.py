@@ -116,7 +116,6 @@ def _parse_number(tok: str, elem: str) -> Any:
     if tok in ("true", "false"):
         return tok == "true"
     if tok.startswith("0x") and elem not in ("i8", "i16", "i32", "i64"):
-        import struct
         import torch
         from backend.sim.isa import TORCH_DTYPE
         bits = int(tok, 16)

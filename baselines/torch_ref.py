@@ -7,7 +7,6 @@ so they compare bit for bit.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F

@@ -38,7 +38,6 @@ import math
 import os
 import pkgutil
 import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -536,7 +535,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     os.environ["MTIA_CHIP"] = "h200"
     from backend.driver import set_chip
     set_chip("h200")
-    from study.results import append_rows
     from study import provenance
     workloads = load_workloads()
     todo = jobs(workloads, tuple(args.tags.split(",")))

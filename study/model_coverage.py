@@ -36,10 +36,9 @@ import collections
 import contextlib
 import csv
 import datetime as _dt
-import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 

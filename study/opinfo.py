@@ -177,7 +177,6 @@ def prioritised(ops: list) -> list:
 def tolerances(op, dtype) -> tuple[float, float]:
     """STUDY.md's (rtol, atol) for the dtype, loosened to the largest forward-test override
     the OpInfo declares for that dtype on CPU (toleranceOverride in its decorators)."""
-    import torch
     from torch.testing._internal.common_device_type import toleranceOverride
     rtol, atol = STUDY_TOL.get(str(dtype).replace("torch.", ""), (1e-4, 1e-4))
     for d in getattr(op, "decorators", ()) or ():

@@ -149,7 +149,6 @@ class GlobalMemory:
         mask_reg = ins.args.get("mask")
         mask = st.v(mask_reg) if mask_reg is not None else None
         other = st.v(ins.args.get("other"))
-        tdt = TORCH_DTYPE[dtype]
         empty_box = any(hi <= lo for lo, hi in box)
         sub_shape = [hi - lo for lo, hi in box]
         start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))

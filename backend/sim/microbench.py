@@ -145,7 +145,6 @@ def gemm_grid(M: int, N: int, BM: int = 256, BN: int = 128, workers: int = 64) -
 def measure(chip_name: str) -> list[dict]:
     chip = load_chip(chip_name)
     pub = chip.get("published", {})
-    ghz = chip["clock_ghz"]
     P = n_pes(chip)
     rows: list[dict] = []
 

@@ -394,7 +394,6 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
     issue, scal, loopc = m.issue, m.scalar, m.loop
     simd_epc, sfu_epc, re_epc, mlu_bpc = m.simd_epc, m.sfu_epc, m.re_epc, m.mlu_bpc
     burst, misalign, run_c, grun_c = m.burst, m.misalign, m.run_cycles, m.gather_run_cycles
-    local_bpc = m.local_bpc
     F = t0          # command processor (control core) time
     end = t0
     dpe_flops = vec_flops = 0

@@ -19,7 +19,6 @@ import torch
 
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder, Reg
-from backend.sim.isa import ITEMSIZE
 
 DT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8",
       torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
