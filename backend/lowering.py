@@ -494,8 +494,10 @@ def _dma_load(e: Emitter, op: Op) -> None:
     args = _desc_args(op)
     args["other"] = op.attrs["_desc"].get("other")
     args["mask"] = op.attrs["_desc"].get("mask")
-    e.emit("dma_in.load", [reg(op.result)], args, {"shape": list(op.result.type.shape or []),
-                                                   "dtype": op.result.type.elem}, op.loc)
+    attrs = {"shape": list(op.result.type.shape or []), "dtype": op.result.type.elem}
+    if op.attrs.get("pe_resident"):
+        attrs["pe_resident"] = True
+    e.emit("dma_in.load", [reg(op.result)], args, attrs, op.loc)
 
 
 @rule("mtia.dma_store")

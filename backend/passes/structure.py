@@ -64,6 +64,7 @@ class Structurer:
         self._aff: dict[Value, Aff | None] = {}
         self._ptr: dict[Value, PtrInfo | None] = {}
         self.promoted: dict[Value, PtrInfo] = {}
+        self._uniform: dict[Value, bool] = {}
         self.inserts: dict[tuple[int, int], list[Op]] = {}
         self.emitted: dict[tuple[int, SExpr], Value] = {}
         self.report: dict[str, int] = {}
@@ -409,6 +410,27 @@ class Structurer:
             return Box(lo, hi)
         return None
 
+    # ------------------------------------------------------------------ program invariance
+
+    def _region_of_op_is_top(self, op: Op) -> bool:
+        return self.region_of_op.get(id(op)) is self.fn.body
+
+    def uniform(self, v: Value) -> bool:
+        """True when v is the same in every program: built from kernel arguments and constants
+        only (no program id, loop variable or loaded data)."""
+        if v in self._uniform:
+            return self._uniform[v]
+        self._uniform[v] = False  # cycle guard
+        op = self.defs.get(v)
+        if op is None:
+            r = v in self.fn.args
+        elif op.name in ("tt.get_program_id", "tt.load", "mtia.dma_load", "mtia.gather") or op.regions:
+            r = False
+        else:
+            r = all(self.uniform(o) for o in op.operands)
+        self._uniform[v] = r
+        return r
+
     # ------------------------------------------------------------------ rewriting
 
     def _bound(self, exprs: list, kind: str, use: Op, ops: list) -> Value | int | None:
@@ -485,8 +507,12 @@ class Structurer:
                 other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
                 desc["other"] = other
                 vals += ov
-                new = Op("mtia.dma_load", vals, op.results, {"path": path, "desc": _fmt(desc), "_desc": desc},
-                         [], op.loc)
+                attrs = {"path": path, "desc": _fmt(desc), "_desc": desc}
+                if self._region_of_op_is_top(op) and all(self.uniform(v) for v in vals):
+                    # the same tile for every program (weights, biases): kept in local memory
+                    # across the programs a PE runs, unless the launch writes that tensor
+                    attrs["pe_resident"] = True
+                new = Op("mtia.dma_load", vals, op.results, attrs, [], op.loc)
                 self._count("dma_load")
             else:
                 value = op.operands[1]
