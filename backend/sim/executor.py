@@ -17,7 +17,7 @@ from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Pr
                              registers_in)
 from backend.sim.memory import GlobalMemory
 
-Event = tuple  # (instr, cost dict or None, trip) -- one executed instruction
+Event = tuple  # (instr, cost dict or None): one executed instruction
 
 
 @dataclass

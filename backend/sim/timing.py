@@ -310,20 +310,21 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # waits only for the program `depth` earlier, whose buffers it reuses
     depth = int(getattr(program, "meta", {}).get("program_pipeline", 1))
     written = _written_regions(traces)
-    carries: list = [[None, None, 0.0, None] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
+    # per PE and engine, the busy intervals of the resident programs (None: no pipelining)
+    slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     starts = [0.0] * m.n_pe
     for i, t in enumerate(traces):
         pe = i % m.n_pe
-        carry = carries[pe]
-        if carry is not None and pe_programs[pe]:
+        slots = slots_of[pe]
+        if slots is not None and pe_programs[pe]:
             # each resident program has its own issue context; engines are shared in order
             start = starts[pe] + m.replace_cycles
             if len(ends[pe]) >= depth:
                 start = max(start, ends[pe][-depth])
         else:
             start = pe_time[pe] + (m.replace_cycles if pe_programs[pe] else 0.0)
-        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe, carry,
+        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe, slots,
                         pe_programs[pe] > 0, written)
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
@@ -385,29 +386,22 @@ def _fit(busy: list, s: float, dur: float) -> float:
 
 def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
               spill: bool, busy: list, acc: dict, spans: list | None, pe: int,
-              carry: list | None = None, warm: bool = False, written: frozenset | None = None) -> float:
+              slots: list | None = None, warm: bool = False, written: frozenset | None = None) -> float:
     """List-schedule one program's events starting at t0; returns its finish time.
-    `carry` ([engine free times, engine queues, control-core time, engine busy intervals])
-    holds the PE's engine state across resident programs: this program's instructions run in
-    order among themselves and fill the gaps the other resident programs leave on each engine
-    (updated in place)."""
+    `slots` (per engine, the busy intervals of the PE's resident programs) lets this program's
+    instructions, in order among themselves, fill the gaps the others leave (updated in place).
+    `warm`: the PE ran a program before (its program-invariant tiles are resident).
+    """
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
     nq = len(ENGINE_ORDER)
-    slots = None  # with resident programs: per engine, busy intervals of the other programs
-    if carry is not None:
-        if carry[0] is None:
-            carry[0], carry[1], carry[3] = [t0] * nq, [[] for _ in range(nq)], [[] for _ in range(nq)]
-        qfin = [[] for _ in range(nq)]  # each resident program has its own issue queues
-        slots = carry[3]
+    free = [t0] * nq                 # in order within this program
+    qfin = [[] for _ in range(nq)]   # each program has its own issue queues
+    if slots is not None:
         for lst in slots:  # intervals that ended before this program starts can no longer matter
             while lst and lst[0][1] <= t0:
                 lst.pop(0)
-        free = [t0] * nq   # in order within this program; gaps left by others can be used
-    else:
-        free = [t0] * nq
-        qfin = [[] for _ in range(nq)]
     depth = m.depth
     fixed, latency = m.fixed, m.latency
     issue, scal, loopc = m.issue, m.scalar, m.loop
@@ -586,8 +580,6 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             end = rd
         if spans is not None:
             spans.append((pe, ENGINE_ORDER[e], s, fin, ins.op))
-    if carry is not None:
-        carry[2] = F
     if F > end:
         end = F
     acc["off_read"] += off_r
