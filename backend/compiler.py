@@ -72,6 +72,7 @@ class MTIAOptions:
     use_reduction_engine: bool = True   # builtin reductions on the RE
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
+    software_pipeline: bool = True      # rotate loops so the next GEMM is issued before this softmax
 
     def hash(self) -> str:
         key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in fields(self))

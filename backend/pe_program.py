@@ -99,6 +99,7 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
     alias: dict[Value, Value] = {}
     loops: list[tuple[int, int, set]] = []  # (first op, end, values defined inside)
     inplace: list[tuple] = []                # candidate buffer sharing, checked below
+    rings: set = set()                       # carried values that get a two-instance ring
     counter = 0
 
     def root(v: Value) -> Value:
@@ -135,9 +136,20 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
             elif op.name == "scf.for":
                 body = op.regions[0]
                 y = body.ops[-1] if body.ops and body.ops[-1].name == "scf.yield" else None
+                ring = op.attrs.get("_ring", ())
                 for j, res in enumerate(op.results):
-                    inplace.append(("for", body.args[1 + j], y.operands[j] if y else None, res,
+                    arg = body.args[1 + j]
+                    inplace.append(("ring" if arg in ring else "for", arg, y.operands[j] if y else None, res,
                                     op.operands[3 + j], idx))
+                    if arg in ring:
+                        rings.add(arg)
+            elif op.name == "scf.if":
+                # a branch's result lives where the branch computed it when it dies there
+                for r in op.regions:
+                    y = r.ops[-1] if r.ops and r.ops[-1].name == "scf.yield" else None
+                    for j, res in enumerate(op.results):
+                        if y is not None and j < len(y.operands):
+                            inplace.append(("if", res, y.operands[j], counter))
         return defined
 
     visit(fn.body)
@@ -149,6 +161,8 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
             if v not in inner and d < start and start <= last.get(v, -1) < end:
                 last[v] = end
     buffered = _buffered_loads(fn, stages)
+    for v in rings:  # iteration j reads instance j mod 2 while the next one is being written
+        buffered[classes(v)] = max(buffered.get(classes(v), 1), 2)
     immediates = _immediates(fn)
     groups: dict = {}
     for v, (d, loc) in defs.items():
@@ -159,8 +173,8 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
         start = min(defs[m][0] for m in members)
         end = max(last.get(m, defs[m][0]) for m in members)
         loc = next((defs[m][1] for m in members if defs[m][1]), "")
-        out.append(Interval(rep_v, start, end, max(m.type.nbytes for m in members),
-                            max(buffered.get(m, 1) for m in members), loc, members))
+        copies = max([buffered.get(m, 1) for m in members] + [buffered.get(rep_v, 1)])
+        out.append(Interval(rep_v, start, end, max(m.type.nbytes for m in members), copies, loc, members))
     return out
 
 
@@ -195,6 +209,16 @@ def _share_buffers(cands: list, defs: dict, last: dict, root) -> "callable":
                 if v.type.is_tile and last.get(root(v), -1) <= idx and v.type.nbytes == res.type.nbytes:
                     union(v, res)
                     break
+        elif c[0] == "if":
+            _, res, yielded, end = c
+            if yielded.type.is_tile and last.get(root(yielded), -1) <= end:
+                union(res, yielded)
+        elif c[0] == "ring":
+            # the carried value and the one yielded for the next iteration are live together:
+            # one buffer with two instances (see passes/rotate.py)
+            _, arg, yielded, res, init, idx = c
+            for v in (yielded, res, init):
+                union(arg, v)
         else:
             _, arg, yielded, res, init, idx = c
             if yielded is not None and yielded is not arg and last.get(arg, -1) <= defs[root(yielded)][0]:

@@ -19,6 +19,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_reduction_engine": {"use_reduction_engine": False},
     "no_index_dma": {"index_dma": False},
     "single_buffer": {"num_stages": 1},
+    "no_software_pipeline": {"software_pipeline": False},
 }
 
 

@@ -1,10 +1,34 @@
 """The order of the tile-level passes; each pass looks only at its own concern."""
 from __future__ import annotations
 
+import copy
+
 from backend.tile_ir import Function
 
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import structure
-    return structure.run(fn, options)
+    from backend.passes import dce, rotate, structure
+    report = structure.run(fn, options)
+    if getattr(options, "software_pipeline", True):
+        before = copy.deepcopy(fn.body)
+        rotated = rotate.run(fn)
+        if rotated:
+            dce.run(fn)
+            if not _fits(fn, options):
+                fn.body = before  # the second S buffer does not fit: keep the plain loop
+                rotated = 0
+        if rotated:
+            report["software_pipelined_loops"] = rotated
+    return report
+
+
+def _fits(fn: Function, options: object) -> bool:
+    from backend import pe_program
+    from backend.configs import load_chip
+    capacity = int(load_chip(getattr(options, "arch", None))["local_memory"]["bytes"])
+    try:
+        pe_program.allocate(fn, capacity, getattr(options, "num_stages", 2))
+    except pe_program.LocalMemoryOverflow:
+        return False
+    return True

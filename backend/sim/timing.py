@@ -222,10 +222,22 @@ def prepare(program: Any) -> None:
             ins._tip = tuple((r, copies[r]) for r in ins.dst if r in copies and r in ins._tr)
             if ins.op == "ctl.for":
                 body = ins.bodies[0]
-                inits = [x if isinstance(x, str) else None for x in ins.args.get("inits", [])]
-                res = [x if isinstance(x, str) else None for x in body.results]
+                # a carried value is ready when what it aliases is (an if's result: its branches)
+                inits = [resolve(x) if isinstance(x, str) else () for x in ins.args.get("inits", [])]
+                res = [resolve(x) if isinstance(x, str) else () for x in body.results]
+                # a carried value sharing a multi-instance buffer with the value yielded for the
+                # next iteration (a software-pipelined ring): its reads hold the instance that
+                # was current when the iteration began
+                ring = []
+                for prm, rr in zip(body.params[1:], res):
+                    bp = program.buffers.get(prm)
+                    if bp is not None and bp.copies > 1 and len(rr) >= 1:
+                        key = rr[0]
+                        by = program.buffers.get(key)
+                        if by is not None and (by.offset, by.nbytes) == (bp.offset, bp.nbytes):
+                            ring.append((prm, key))
                 ins._tloop = (body.params[0] if body.params else None, tuple(body.params[1:]),
-                              tuple(inits), tuple(res))
+                              tuple(inits), tuple(res), tuple(ring))
             else:
                 ins._tloop = None
             for b in ins.bodies:
@@ -395,6 +407,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
+    pinst: dict[str, tuple] = {}       # ring-carried reg -> (register it aliases, instance it reads)
     nq = len(ENGINE_ORDER)
     free = [t0] * nq                 # in order within this program
     qfin = [[] for _ in range(nq)]   # each program has its own issue queues
@@ -432,12 +445,18 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             busy[0] += loopc
             lp = ins._tloop
             if lp is not None:
-                iv, params, inits, results = lp
+                iv, params, inits, results, ring = lp
                 if iv:
                     ready[iv] = (F, F, -1)
                 src = inits if (c and c.get("iteration", 0) == 0) else results
                 for p, s in zip(params, src):
-                    ready[p] = rget(s, _ZERO) if s else _ZERO
+                    if len(s) == 1:
+                        ready[p] = rget(s[0], _ZERO)
+                    else:
+                        ready[p] = max((rget(x, _ZERO) for x in s), default=_ZERO)
+                for p, key in ring:
+                    st = war.get(key)
+                    pinst[p] = (key, st[0] if st is not None else 0)
             continue
         if k == K_SCALAR_MEM:
             t = F
@@ -558,11 +577,18 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             del q[:-depth]
         busy[e] += dur
         for r, cp in ins._trb:
-            st = war.get(r)
-            if st is None:
-                st = war[r] = [0, [0.0] * cp]
+            if pinst and r in pinst:
+                r, inst = pinst[r]
+                st = war.get(r)
+                if st is None:
+                    st = war[r] = [0, [0.0] * cp]
+                i = inst % cp
+            else:
+                st = war.get(r)
+                if st is None:
+                    st = war[r] = [0, [0.0] * cp]
+                i = st[0] % cp
             slot = st[1]
-            i = st[0] % cp
             if fin > slot[i]:
                 slot[i] = fin
         for r, cp in ins._tww:
