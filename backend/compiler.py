@@ -72,7 +72,7 @@ class MTIAOptions:
     use_reduction_engine: bool = True   # builtin reductions on the RE
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
-    software_pipeline: bool = True      # rotate loops so the next GEMM is issued before this softmax
+    software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
 
     def hash(self) -> str:
         key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in fields(self))

@@ -36,6 +36,7 @@ class Emitter:
         self.defs: dict[Value, Op] = {}
         self.fma: dict[int, tuple] = {}   # id(addf) -> (a, b, c): contracted a*b + c
         self.fused: set[int] = set()      # ids of mulf ops folded into an fma
+        self.scalar_splats: set = set()   # splats whose users read the scalar (see scalar_splats)
         if fn is not None:
             self._analyse(fn)
 
@@ -47,6 +48,7 @@ class Emitter:
                 self.defs[r] = op
             for v in op.operands:
                 nuses[v] = nuses.get(v, 0) + 1
+        self.scalar_splats = scalar_splats(fn)
         if not getattr(self.options, "enable_fp_fusion", True):
             return
         # a*b + c -> fma(a, b, c) when the product has no other use (fp contraction, as GPU
@@ -64,10 +66,13 @@ class Emitter:
 
     def operand(self, v: Value):
         """A register, or the number itself when v is a splat constant tile: SIMD instructions
-        take a scalar immediate, so no constant tile is built in local memory."""
+        take a scalar immediate, so no constant tile is built in local memory. A splat of a
+        scalar register is read as that register (the SIMD engine broadcasts it)."""
         d = self.defs.get(v)
         if d is not None and d.name == "arith.constant" and v.type.is_tile and len(d.attrs.get("values", [])) == 1:
             return d.attrs["values"][0]
+        if v in self.scalar_splats:
+            return d.operands[0].name
         return v.name
 
     def emit(self, op: str, dst: list[str], args: dict, attrs: dict | None = None, loc: str = "",
@@ -132,6 +137,35 @@ _UNARY = {
 # ops whose splat-constant operands become immediates (Emitter.operand); the PE level gives
 # such constants no buffer
 IMMEDIATE_USERS = frozenset(_BINARY) | {"arith.cmpi", "arith.cmpf", "arith.select"}
+
+
+def _splat_const(op: Op | None) -> bool:
+    return op is not None and (op.name == "tt.splat" or op.name == "arith.constant"
+                               and op.results[0].type.is_tile and len(op.attrs.get("values", [])) == 1)
+
+
+def scalar_splats(fn: Function) -> set:
+    """Splats of a scalar register whose every user is an elementwise op (IMMEDIATE_USERS) with
+    another operand that stays a tile: those users read the scalar itself, so the splat is
+    never built (no SIMD pass, no buffer)."""
+    from backend.tile_ir import walk
+    defs: dict[Value, Op] = {}
+    users: dict[Value, list[Op]] = {}
+    for op in walk(fn.body):
+        for r in op.results:
+            defs[r] = op
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    out = set()
+    for v, d in defs.items():
+        if d.name != "tt.splat" or not v.type.is_tile or v.type.is_ptr or d.operands[0].type.is_tile:
+            continue
+        us = users.get(v, [])
+        if us and all(u.name in IMMEDIATE_USERS and u.results and u.results[0].type.is_tile
+                      and any(o.type.is_tile and not _splat_const(defs.get(o)) for o in u.operands if o is not v)
+                      for u in us):
+            out.add(v)
+    return out
 
 
 @rule(*_BINARY)
@@ -300,6 +334,8 @@ def _range(e: Emitter, op: Op) -> None:
 @rule("tt.splat")
 def _splat(e: Emitter, op: Op) -> None:
     out = op.result
+    if out in e.scalar_splats:
+        return  # its users read the scalar register
     e.emit("simd.splat", [reg(out)], {"a": reg(op.operands[0])},
            {"shape": list(out.type.shape), "dtype": "ptr" if out.type.is_ptr else out.type.elem}, op.loc)
 

@@ -90,7 +90,9 @@ def _immediates(fn: Function) -> set:
             for r in op.regions:
                 visit(r)
     visit(fn.body)
-    return {c for c in consts if users.get(c) and all(u.name in IMMEDIATE_USERS for u in users[c])}
+    from backend.lowering import scalar_splats
+    return {c for c in consts if users.get(c) and all(u.name in IMMEDIATE_USERS for u in users[c])} \
+        | scalar_splats(fn)
 
 
 def live_intervals(fn: Function, stages: int) -> list[Interval]:

@@ -8,7 +8,7 @@ from backend.tile_ir import Function
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import dce, rotate, structure
+    from backend.passes import dce, rotate, schedule, structure
     report = structure.run(fn, options)
     if getattr(options, "software_pipeline", True):
         before = copy.deepcopy(fn.body)
@@ -20,6 +20,8 @@ def run(fn: Function, options: object) -> dict:
                 rotated = 0
         if rotated:
             report["software_pipelined_loops"] = rotated
+        from backend.configs import load_chip
+        schedule.run(fn, load_chip(getattr(options, "arch", None)))
     return report
 
 

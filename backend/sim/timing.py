@@ -32,7 +32,10 @@ Engine costs (from the cost inputs of backend/sim/isa.py):
   - Atomics: `atomic_cycles` per element on DMA_OUT.
 
 Chip level:
-  - Program i runs on PE i mod n_pe (round-robin by linear program id, x fastest). A PE runs its
+  - Programs are handed out in linear program-id order (x fastest). `launch.dispatch =
+    "dynamic"` (the default) gives each one to the PE that can start it first (ties: the lowest
+    PE index), as a command processor handing out jobs would; "static" puts program i on PE
+    i mod n_pe. Programs of equal length land the same way under both. A PE runs its
     programs back to back, `replace_us` between two; kernel time = launch_us + the slowest PE,
     and never less than the off-chip bytes / off-chip bandwidth. When the compiler marks a
     program `program_pipeline = d` (its buffers fit local memory d times), consecutive programs
@@ -66,6 +69,7 @@ no dependence on hash order. Per-instruction spans are only collected with `trac
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -110,6 +114,10 @@ class ChipModel:
         self.llc_bytes = int(chip["sram"].get("llc_bytes", chip["sram"]["bytes"]))
         self.launch_cycles = chip["launch"]["launch_us"] * 1e3 * ghz
         self.replace_cycles = chip["launch"]["replace_us"] * 1e3 * ghz
+        self.dispatch = chip["launch"].get("dispatch", "dynamic")
+        if self.dispatch not in ("dynamic", "static"):
+            raise ValueError(f"chip '{self.name}': launch.dispatch must be 'dynamic' or 'static', "
+                             f"got {self.dispatch!r}")
         cp = chip["command_processor"]
         self.issue = float(cp["issue_cycles"])
         self.scalar = float(cp["scalar_cycles"])
@@ -326,16 +334,12 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     starts = [0.0] * m.n_pe
+    dynamic = m.dispatch == "dynamic"
+    heap = [(0.0, pe) for pe in range(m.n_pe)]  # (earliest start of a next program, PE)
     for i, t in enumerate(traces):
-        pe = i % m.n_pe
+        pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
-        if slots is not None and pe_programs[pe]:
-            # each resident program has its own issue context; engines are shared in order
-            start = starts[pe] + m.replace_cycles
-            if len(ends[pe]) >= depth:
-                start = max(start, ends[pe][-depth])
-        else:
-            start = pe_time[pe] + (m.replace_cycles if pe_programs[pe] else 0.0)
+        start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles)
         end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe, slots,
                         pe_programs[pe] > 0, written)
         if spans is not None:
@@ -344,6 +348,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         ends[pe].append(end)
         starts[pe] = start
         pe_programs[pe] += 1
+        if dynamic:
+            heapq.heappush(heap, (_next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None,
+                                              m.replace_cycles), pe))
     slowest = max(pe_time)
     off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
     off_bound = off_bytes / m.off_bpc
@@ -366,6 +373,20 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINE_ORDER, busy)}, nbytes, flops,
                         detail, flops / secs if secs else 0.0,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, depth: int, resident: bool,
+                replace: float) -> float:
+    """When PE `pe` can start its next program."""
+    if not n_done[pe]:
+        return 0.0
+    if resident:
+        # each resident program has its own issue context; engines are shared in order
+        start = starts[pe] + replace
+        if len(ends[pe]) >= depth:
+            start = max(start, ends[pe][-depth])
+        return start
+    return pe_time[pe] + replace
 
 
 def _written_regions(traces: list) -> frozenset | None:

@@ -82,3 +82,26 @@ def test_pipelining_shortens_the_loop_and_keeps_its_numbers():
     torch.testing.assert_close(o_on, ref, rtol=2e-2, atol=2e-2)
     # the DPE computes S_{j+1} while SIMD/SFU work on S_j
     assert on < 0.9 * off, (on, off)
+
+
+def test_online_softmax_rescale_is_issued_before_the_big_exp():
+    """passes/schedule.py: alpha = exp2(m_i - m_new) and acc * alpha move ahead of
+    P = exp2(S - m_new), so the SIMD rescale overlaps the SFU computing P."""
+    from kernels.attention import flash_attn_fwd_kernel
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 64, 32, dtype=torch.bfloat16) for _ in range(3))
+    o = torch.empty_like(q)
+    s = [q.stride(i) for i in range(3)]
+    kern = flash_attn_fwd_kernel[(1, 1)](q, k, v, o, 1, 64, 32 ** -0.5, *s, *s, *s, *s,
+                                         CAUSAL=False, HEAD_DIM=32, BLOCK_M=64, BLOCK_N=16)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    torch.testing.assert_close(o.float(), ref, rtol=2e-2, atol=2e-2)
+    body = kern.asm["tile"].split("scf.for", 1)[1]
+    exps = [ln for ln in body.splitlines() if "math.exp2" in ln]
+    assert [("64x16" in ln) for ln in exps] == [False, True], exps  # alpha ([64]) first, then P
+    big_exp = next(i for i, ln in enumerate(body.splitlines()) if "math.exp2" in ln and "64x16" in ln)
+    rescale = next(i for i, ln in enumerate(body.splitlines()) if "arith.mulf" in ln and "64x32xf32" in ln)
+    assert rescale < big_exp
+    # the runtime scale is read as a scalar operand: no [64, 16] splat is built per iteration
+    mt = kern.asm["mtiasm"].split("ctl.for", 1)[1]
+    assert not re.search(r"simd\.splat a=%\w+ \{shape=\[64, 16\]", mt), mt

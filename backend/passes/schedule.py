@@ -1,0 +1,109 @@
+"""Instruction order within each straight-line region: earliest estimated start first.
+
+A PE's engines each run their queue in program order, so the order the compiler emits decides
+what can overlap. Source order is often poor: in the online softmax, `alpha = exp2(m_i - m_new)`
+and the rescale `acc * alpha` come after the big `exp2(S - m_new)` in the source, so the SFU
+computes P before alpha and the SIMD rescale of the accumulator waits for both, although it
+needs only alpha. Ordering ops by the time they could start on an idle machine (a list
+schedule without resource limits, costs from the chip config) issues small producers as soon
+as their inputs exist and lets the rescale run on SIMD while the SFU computes P.
+
+Only data dependences and memory order constrain the new order: stores, atomics and other
+effects keep their order among themselves and relative to every load; nested control flow
+moves as one unit. Ties keep source order, so a region without slack is left as it was.
+"""
+from __future__ import annotations
+
+from backend.sim.isa import SFU_FUNCTIONS
+from backend.tile_ir import Function, Op, Region, walk
+
+_VIEWS = {"tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.splat", "arith.constant", "tt.make_range"}
+_LOADS = {"tt.load", "mtia.dma_load", "mtia.gather"}
+_EFFECTS = {"tt.store", "mtia.dma_store", "mtia.scatter", "tt.atomic_rmw", "tt.atomic_cas", "tt.assert",
+            "tt.print", "tt.call"}
+_TERMINATORS = {"scf.yield", "scf.condition", "tt.reduce.return", "tt.scan.return", "tt.return"}
+
+
+class _Costs:
+    """Cycles an op would take alone on its engine (an estimate for ordering, not the timing)."""
+
+    def __init__(self, chip: dict):
+        self.simd = float(chip["simd"]["elements_per_cycle"])
+        self.sfu = float(chip["sfu"]["elements_per_cycle"])
+        self.re = float(chip["re"]["elements_per_cycle"])
+        self.mlu = float(chip["mlu"]["bytes_per_cycle"])
+        self.dpe = float(chip["dpe"]["flops_per_cycle"]["bf16"])
+        n_pe = int(chip["pe_grid"]["rows"]) * int(chip["pe_grid"]["cols"])
+        self.dma = float(chip["sram"]["bandwidth_gbps"]) / float(chip["clock_ghz"]) / n_pe
+
+    def of(self, op: Op) -> float:
+        if op.regions and op.name not in ("tt.reduce", "tt.scan"):
+            return sum(self.of(o) for r in op.regions for o in r.ops)
+        res = op.results[0].type if op.results else None
+        if res is None or not res.is_tile or op.name in _VIEWS:
+            return 1.0
+        n = res.numel
+        if op.name == "tt.dot":
+            k = op.operands[0].type.shape[-1]
+            return 2.0 * n * k / self.dpe
+        if op.name in _LOADS:
+            return res.nbytes / self.dma
+        if op.name in ("tt.reduce", "tt.scan"):
+            return op.operands[0].type.numel / self.re
+        if op.name in ("tt.trans", "tt.join", "tt.split", "tt.cat"):
+            return res.nbytes / self.mlu
+        fn = op.name.split(".", 1)[-1]
+        if op.name.startswith("math.") and fn in SFU_FUNCTIONS or fn in ("exp", "exp2", "log", "log2"):
+            return n / self.sfu
+        return n / self.simd
+
+
+def run(fn: Function, chip: dict) -> int:
+    """Reorder every region in place; returns the number of regions whose order changed."""
+    costs = _Costs(chip)
+    changed = 0
+    regions = [op.regions[0] for op in walk(fn.body) if op.name == "scf.for"]
+    for region in regions:
+        changed += _order(region, costs)
+    return changed
+
+
+def _order(region: Region, costs: _Costs) -> int:
+    ops = region.ops
+    tail = [o for o in ops if o.name in _TERMINATORS]
+    body = [o for o in ops if o.name not in _TERMINATORS]
+    if len(body) < 3:
+        return 0
+    index = {id(o): i for i, o in enumerate(body)}
+    producer = {v: o for o in body for v in o.results}
+    finish: dict[int, float] = {}
+    start: dict[int, float] = {}
+    last_effect = None
+    loads_since: list[Op] = []
+    for o in body:
+        deps = [producer[v] for v in _reads(o) if v in producer]
+        has_effect = o.name in _EFFECTS or any(i.name in _EFFECTS for r in o.regions for i in walk(r))
+        is_load = o.name in _LOADS or any(i.name in _LOADS for r in o.regions for i in walk(r))
+        if has_effect:
+            deps += loads_since + ([last_effect] if last_effect is not None else [])
+            last_effect, loads_since = o, []
+        elif is_load:
+            if last_effect is not None:
+                deps.append(last_effect)
+            loads_since.append(o)
+        s = max((finish[id(d)] for d in deps), default=0.0)
+        start[id(o)] = s
+        finish[id(o)] = s + costs.of(o)
+    new = sorted(body, key=lambda o: (start[id(o)], index[id(o)]))
+    if new == body:
+        return 0
+    region.ops = new + tail
+    return 1
+
+
+def _reads(op: Op) -> set:
+    used = set(op.operands)
+    for r in op.regions:
+        for inner in walk(r):
+            used.update(inner.operands)
+    return used
