@@ -155,13 +155,14 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
         return defined
 
     visit(fn.body)
-    classes = _share_buffers(inplace, defs, last, root)
-    # a value used inside a loop but defined outside stays live until the loop ends
-    # (inner loops are listed before the loops that contain them)
+    # a value used inside a loop but defined outside stays live until the loop ends (inner
+    # loops are listed before the loops that contain them); before buffer sharing, so no
+    # in-loop result takes the memory of a value the next iteration reads again
     for start, end, inner in loops:
         for v, (d, _) in defs.items():
-            if v not in inner and d < start and start <= last.get(v, -1) < end:
+            if v not in inner and d < start and start < last.get(v, -1) < end:
                 last[v] = end
+    classes = _share_buffers(inplace, defs, last, root)
     buffered = _buffered_loads(fn, stages)
     for v in rings:  # iteration j reads instance j mod 2 while the next one is being written
         buffered[classes(v)] = max(buffered.get(classes(v), 1), 2)
@@ -231,20 +232,43 @@ def _share_buffers(cands: list, defs: dict, last: dict, root) -> "callable":
     return lambda v: find(root(v))
 
 
-def allocate(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer], int]:
-    """Linear-scan first-fit allocation; returns buffers and the peak bytes used."""
+def allocate(fn: Function, capacity: int, stages: int, max_resident: int = 4) -> tuple[dict[str, Buffer], int]:
+    """Linear-scan allocation; returns buffers and the peak bytes used.
+
+    First a compact first-fit pass gives the smallest peak P and so the number of programs
+    that can be resident on a PE, d = capacity // P. Then the buffers are placed again within
+    capacity // d bytes (d programs still fit), each at the place whose previous occupants
+    died longest ago: engines run asynchronously, so a write into memory just freed by a
+    value another engine still reads would have to wait for that reader (the timing model
+    prices this). Fresh memory first, then the least recently freed."""
     intervals = sorted(live_intervals(fn, stages), key=lambda i: (i.start, -i.nbytes))
+    _, peak = _place(fn, intervals, capacity, capacity, spread=False)
+    resident = max(1, min(max_resident, capacity // max(peak, 1)))
+    return _place(fn, intervals, capacity, max(peak, capacity // resident), spread=True)
+
+
+def _place(fn: Function, intervals: list, capacity: int, limit: int, spread: bool) -> tuple[dict[str, Buffer], int]:
     active: list[tuple[int, int, Interval]] = []  # (offset, size, interval)
+    expired: list[tuple[int, int, int]] = []      # (offset, size, end) of dead intervals
     buffers: dict[str, Buffer] = {}
     peak = 0
     for iv in intervals:
-        active = [a for a in active if a[2].end >= iv.start]
+        still = []
+        for a in active:
+            (still.append(a) if a[2].end >= iv.start else expired.append((a[0], a[1], a[2].end)))
+        active = still
         size = -(-iv.nbytes * iv.copies // ALIGN) * ALIGN
-        offset = 0
-        for a_off, a_size, _ in sorted(active, key=lambda a: a[0]):
-            if offset + size <= a_off:
-                break
-            offset = max(offset, a_off + a_size)
+        offset = _first_fit(active, size)
+        if spread:
+            best = None
+            for off in sorted({0} | {a[0] + a[1] for a in active} | {e[0] + e[1] for e in expired}):
+                if off + size > limit or any(a[0] < off + size and off < a[0] + a[1] for a in active):
+                    continue
+                age = max((e[2] for e in expired if e[0] < off + size and off < e[0] + e[1]), default=-1)
+                if best is None or (age, off) < best:
+                    best = (age, off)
+            if best is not None:
+                offset = best[1]
         active.append((offset, size, iv))
         peak = max(peak, offset + size)
         if offset + size > capacity:
@@ -253,6 +277,15 @@ def allocate(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer
         for m in iv.members or [iv.value]:
             buffers[m.name] = buf
     return buffers, peak
+
+
+def _first_fit(active: list, size: int) -> int:
+    offset = 0
+    for a_off, a_size, _ in sorted(active, key=lambda a: a[0]):
+        if offset + size <= a_off:
+            break
+        offset = max(offset, a_off + a_size)
+    return offset
 
 
 def _overflow(fn: Function, capacity: int, active: list) -> LocalMemoryOverflow:

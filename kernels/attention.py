@@ -22,7 +22,10 @@ def flash_attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
                           stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os,
                           CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    start_m = tl.program_id(0) * BLOCK_M
+    if CAUSAL:  # longest query blocks first: the last programs to start are the short ones
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     b = bh // H
     h = bh % H

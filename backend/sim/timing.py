@@ -212,6 +212,7 @@ def prepare(program: Any) -> None:
         return tuple(dict.fromkeys(out))
 
     copies = {r: b.copies for r, b in program.buffers.items()}
+    conflicts = _address_conflicts(program.buffers)
 
     def walk(block) -> None:
         for ins in block.instrs:
@@ -228,6 +229,9 @@ def prepare(program: Any) -> None:
             # a read-modify-write of a register (in-place accumulate) stays in the same buffer instance
             ins._tww = tuple((r, copies[r]) for r in ins.dst if r in copies and r not in ins._tr)
             ins._tip = tuple((r, copies[r]) for r in ins.dst if r in copies and r in ins._tr)
+            # other registers whose local memory this write overwrites (not read by this op)
+            ins._tconf = tuple(dict.fromkeys(x for d in ins.dst for x in conflicts.get(d, ())
+                                             if x not in ins._tr and x not in ins.dst))
             if ins.op == "ctl.for":
                 body = ins.bodies[0]
                 # a carried value is ready when what it aliases is (an if's result: its branches)
@@ -253,6 +257,22 @@ def prepare(program: Any) -> None:
 
     walk(program.body)
     program._timing_prepared = True
+
+
+def _address_conflicts(buffers: dict) -> dict[str, tuple[str, ...]]:
+    """For each tile register, the other registers whose buffers overlap its bytes (all
+    instances): values the allocator placed in the same memory at different times. A write
+    waits for the readers of those (WAR through memory, not only through names)."""
+    spans = sorted(((b.offset, b.offset + b.nbytes * max(1, b.copies), r) for r, b in buffers.items()
+                    if b.nbytes), key=lambda x: (x[0], x[2]))
+    out: dict[str, list[str]] = {}
+    for i, (lo, hi, r) in enumerate(spans):
+        for lo2, hi2, r2 in spans[i + 1:]:
+            if lo2 >= hi:
+                break
+            out.setdefault(r, []).append(r2)
+            out.setdefault(r2, []).append(r)
+    return {r: tuple(v) for r, v in out.items()}
 
 
 # ----------------------------------------------------------------------------- memory levels
@@ -429,6 +449,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
     rget = ready.get
     war: dict[str, list] = {}          # reg -> [instance count, ring of read-finish per instance]
     pinst: dict[str, tuple] = {}       # ring-carried reg -> (register it aliases, instance it reads)
+    lastread: dict[str, float] = {}    # reg -> finish of its latest reader (buffer reuse, _tconf)
     nq = len(ENGINE_ORDER)
     free = [t0] * nq                 # in order within this program
     qfin = [[] for _ in range(nq)]   # each program has its own issue queues
@@ -589,6 +610,11 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 x = st[1][st[0] % cp]
                 if x > s:
                     s = x
+        for x in ins._tconf:
+            # memory the allocator reused: the previous occupant's readers must be done
+            t = lastread.get(x)
+            if t is not None and t > s:
+                s = t
         if slots is not None:
             s = _fit(slots[e], s, dur)
         fin = s + dur
@@ -598,6 +624,9 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             del q[:-depth]
         busy[e] += dur
         for r, cp in ins._trb:
+            t = lastread.get(r)
+            if t is None or fin > t:
+                lastread[r] = fin
             if pinst and r in pinst:
                 r, inst = pinst[r]
                 st = war.get(r)

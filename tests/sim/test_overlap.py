@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from sim_programs import CHIP, mm_args, mm_loop, price
 
 
@@ -25,3 +26,31 @@ def test_double_buffering_hides_the_dma():
     # double: step i+1's DMA runs under matmul i; the DPE never waits
     assert double == pytest.approx(mm, rel=1e-9)
     assert single - double == pytest.approx(dma_ready, rel=1e-9)
+
+
+def _two_loads(shared: bool):
+    """x is DMA'd and read by a long SIMD pass; y is DMA'd next. With y placed in x's memory,
+    y's transfer must wait for that read (WAR through memory, not through register names)."""
+    from backend.sim.builder import ProgramBuilder
+    b = ProgramBuilder(f"two_loads_{shared}")
+    X, Y, O = b.param_ptr("x", "f32"), b.param_ptr("y", "f32"), b.param_ptr("o", "f32")
+    x = b.dma_load(X, 0, [128, 128], [128, 1])
+    sx = b.mul(x, 2.0)
+    y = b.dma_load(Y, 0, [128, 128], [128, 1])
+    b.dma_store(O, b.add(sx, y), 0, [128, 1])
+    prog = b.build()
+    if shared:
+        prog.buffers[str(y)] = prog.buffers[str(x)]
+    return prog
+
+
+def test_a_write_into_reused_memory_waits_for_the_previous_occupants_readers():
+    args = [torch.randn(128, 128), torch.randn(128, 128), torch.empty(128, 128)]
+    apart = price(_two_loads(False), (1, 1, 1), args, trace=True)
+    shared = price(_two_loads(True), (1, 1, 1), args, trace=True)
+    loads = lambda t: [s for s in t.spans if s[1] == "DMA_IN"]  # noqa: E731
+    mul = next(s for s in shared.spans if s[4] == "simd.binary")
+    # apart: y's DMA follows x's at once; shared: it starts when the SIMD read of x is done
+    assert loads(apart)[1][2] == loads(apart)[0][3]
+    assert loads(shared)[1][2] == pytest.approx(mul[3])
+    assert shared.cycles > apart.cycles
