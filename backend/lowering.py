@@ -403,7 +403,8 @@ def _gather(e: Emitter, op: Op) -> None:
 @rule("tt.dot")
 def _dot(e: Emitter, op: Op) -> None:
     a, b, c = op.operands
-    e.emit("dpe.matmul", [reg(op.result)], {"a": reg(a), "b": reg(b), "acc": reg(c)},
+    # a splat-constant accumulator (zeros) is an immediate: the DPE starts from it, no tile
+    e.emit("dpe.matmul", [reg(op.result)], {"a": reg(a), "b": reg(b), "acc": e.operand(c)},
            {"in_dtype": a.type.elem, "out_dtype": op.result.type.elem,
             "input_precision": op.attrs.get("input_precision", 0)}, op.loc)
 

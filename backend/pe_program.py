@@ -91,7 +91,10 @@ def _immediates(fn: Function) -> set:
                 visit(r)
     visit(fn.body)
     from backend.lowering import scalar_splats
-    return {c for c in consts if users.get(c) and all(u.name in IMMEDIATE_USERS for u in users[c])} \
+    def immediate_use(u: Op, c: Value) -> bool:
+        # elementwise operands, and a dot's accumulator (not its inputs)
+        return u.name in IMMEDIATE_USERS or u.name == "tt.dot" and c not in u.operands[:2]
+    return {c for c in consts if users.get(c) and all(immediate_use(u, c) for u in users[c])} \
         | scalar_splats(fn)
 
 

@@ -22,11 +22,14 @@ def flash_attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
                           stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os,
                           CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    if CAUSAL:  # longest query blocks first: the last programs to start are the short ones
-        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    # axis 0: (batch, head); axis 1: query block. Programs start in linear order (axis 0
+    # fastest), so with CAUSAL the longest query blocks of every head start first and the
+    # short ones fill in at the end
+    bh = tl.program_id(0)
+    if CAUSAL:
+        start_m = (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK_M
     else:
-        start_m = tl.program_id(0) * BLOCK_M
-    bh = tl.program_id(1)
+        start_m = tl.program_id(1) * BLOCK_M
     b = bh // H
     h = bh % H
     q_ptr += b * stride_qb + h * stride_qh
@@ -145,7 +148,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         BLOCK_M = 128
     BLOCK_M = min(BLOCK_M, max(16, triton.next_power_of_2(S)))
     BLOCK_N = min(BLOCK_N, max(16, triton.next_power_of_2(S)))
-    grid = (triton.cdiv(S, BLOCK_M), B * H)
+    grid = (B * H, triton.cdiv(S, BLOCK_M))
     flash_attn_fwd_kernel[grid](q, k, v, o, H, S, sm_scale,
                                 q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
                                 v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),

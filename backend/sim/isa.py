@@ -710,6 +710,8 @@ def _matmul(st: ExecState, ins: Instr):
     """dst = a @ b + acc. FP16/BF16/FP8 inputs accumulate in FP32, INT8 in INT32 (exact)."""
     a, b, acc = st.v(ins.args["a"]), st.v(ins.args["b"]), st.v(ins.args["acc"])
     out_dtype = ins.attrs["out_dtype"]
+    if not isinstance(acc, torch.Tensor):  # an immediate accumulator (0.0: a fresh product)
+        acc = torch.tensor(acc)
     if a.dtype in (torch.int8, torch.uint8, torch.int16, torch.int32):
         prod = torch.matmul(a.to(torch.int64), b.to(torch.int64))
         out = (prod + acc.to(torch.int64)).to(TORCH_DTYPE[out_dtype])
