@@ -55,6 +55,13 @@ def _buffered_loads(fn: Function, stages: int) -> dict[Value, int]:
             if in_loop and op.name in ("mtia.dma_load", "mtia.gather", "tt.load") and op.results \
                     and op.result.type.is_tile:
                 out[op.result] = stages
+            if in_loop and op.name in ("mtia.dma_store", "mtia.scatter"):
+                # the value a store reads: the next iteration computes into the other copy
+                # while DMA_OUT drains this one
+                name = op.attrs["_desc"].get("value")
+                for v in op.operands:
+                    if v.name == name and v.type.is_tile:
+                        out[v] = stages
             for r in op.regions:
                 visit(r, in_loop or op.name in ("scf.for", "scf.while"))
     visit(fn.body, False)
@@ -166,7 +173,7 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
             if v not in inner and d < start and start < last.get(v, -1) < end:
                 last[v] = end
     classes = _share_buffers(inplace, defs, last, root)
-    buffered = _buffered_loads(fn, stages)
+    buffered = {classes(v): n for v, n in _buffered_loads(fn, stages).items()}
     for v in rings:  # iteration j reads instance j mod 2 while the next one is being written
         buffered[classes(v)] = max(buffered.get(classes(v), 1), 2)
     immediates = _immediates(fn)

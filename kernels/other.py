@@ -1,6 +1,7 @@
 """Other kernels: cumsum for jagged offsets (lengths -> offsets) and rotary position embedding.
 
-cumsum: a single program walks the lengths in BLOCK chunks, `tl.cumsum` within a chunk plus a
+cumsum: a single program walks the lengths in BLOCK chunks (three in flight: num_stages=3 hides the
+DMA latency), `tl.cumsum` within a chunk plus a
 running carry between chunks (offsets tensors are small: one entry per bag or sequence).
 RoPE: rotate-half form (Llama / GPT-NeoX); one program per token and a block of heads.
 """
@@ -46,10 +47,10 @@ def rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, stride_xt, stride_xh, st
 # ------------------------------------------------------------------------------ host wrappers
 
 
-def jagged_offsets(lengths: torch.Tensor, BLOCK: int = 1024) -> torch.Tensor:
+def jagged_offsets(lengths: torch.Tensor, BLOCK: int = 4096) -> torch.Tensor:
     n = lengths.numel()
     offsets = torch.empty((n + 1,), dtype=lengths.dtype, device=lengths.device)
-    jagged_offsets_kernel[(1,)](lengths, offsets, n, BLOCK=BLOCK)
+    jagged_offsets_kernel[(1,)](lengths, offsets, n, BLOCK=BLOCK, num_stages=3)
     return offsets
 
 

@@ -58,22 +58,21 @@ def _e2m1_code(v):
 
 @triton.jit
 def mx4_quantize_kernel(x_ptr, packed_ptr, exp_ptr, n_groups, BLOCK_G: tl.constexpr):
-    """BLOCK_G groups of 32 per program; even and odd elements are loaded as separate
-    [BLOCK_G, 16] tiles so each output byte is (code_even | code_odd << 4)."""
+    """BLOCK_G groups of 32 per program, loaded as one contiguous [BLOCK_G, 16, 2] tile (the
+    last axis is the element pair of an output byte); byte = code_even | code_odd << 4."""
     g = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
     j = tl.arange(0, 16)
+    w = tl.arange(0, 2)
     gmask = g < n_groups
-    base = g[:, None] * 32 + 2 * j[None, :]
-    x_even = tl.load(x_ptr + base, mask=gmask[:, None], other=0.0).to(tl.float32)
-    x_odd = tl.load(x_ptr + base + 1, mask=gmask[:, None], other=0.0).to(tl.float32)
-    amax = tl.maximum(tl.max(tl.abs(x_even), axis=1), tl.max(tl.abs(x_odd), axis=1))
+    offs = g[:, None, None] * 32 + j[None, :, None] * 2 + w[None, None, :]
+    x = tl.load(x_ptr + offs, mask=gmask[:, None, None], other=0.0).to(tl.float32)
+    amax = tl.max(tl.max(tl.abs(x), axis=2), axis=1)
     e = ((amax.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127
     shared = tl.minimum(tl.maximum(e - 2, -127), 127)
     # 1 / 2^shared as an fp32 bit pattern (exact); shared = -127 would be a denormal scale
     inv_scale = ((127 - tl.maximum(shared, -126)) << 23).to(tl.float32, bitcast=True)
-    lo = _e2m1_code(x_even * inv_scale[:, None])
-    hi = _e2m1_code(x_odd * inv_scale[:, None])
-    byte = (lo | (hi << 4)).to(tl.uint8)
+    code = _e2m1_code(x * inv_scale[:, None, None])
+    byte = tl.sum(code << (w * 4)[None, None, :], axis=2).to(tl.uint8)
     tl.store(packed_ptr + g[:, None] * 16 + j[None, :], byte, mask=gmask[:, None])
     tl.store(exp_ptr + g, (shared + 127).to(tl.uint8), mask=gmask)
 
@@ -89,17 +88,20 @@ def _e2m1_value(code):
 
 @triton.jit
 def mx4_dequantize_kernel(packed_ptr, exp_ptr, out_ptr, n_groups, BLOCK_G: tl.constexpr):
+    """The inverse: each byte's two nibbles become an element pair of a contiguous
+    [BLOCK_G, 32] output tile; the 16 E2M1 values are a table looked up with tl.gather."""
     g = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
     j = tl.arange(0, 16)
+    w = tl.arange(0, 2)
     gmask = g < n_groups
     byte = tl.load(packed_ptr + g[:, None] * 16 + j[None, :], mask=gmask[:, None], other=0).to(tl.int32)
     shared = tl.load(exp_ptr + g, mask=gmask, other=127).to(tl.int32) - 127
     scale = ((tl.maximum(shared, -126) + 127) << 23).to(tl.float32, bitcast=True)
-    base = g[:, None] * 32 + 2 * j[None, :]
-    lo = _e2m1_value(byte & 0xF) * scale[:, None]
-    hi = _e2m1_value(byte >> 4) * scale[:, None]
-    tl.store(out_ptr + base, lo.to(out_ptr.dtype.element_ty), mask=gmask[:, None])
-    tl.store(out_ptr + base + 1, hi.to(out_ptr.dtype.element_ty), mask=gmask[:, None])
+    code = tl.reshape((byte[:, :, None] >> (w * 4)[None, None, :]) & 0xF, (BLOCK_G, 32))
+    table = tl.broadcast_to(_e2m1_value(tl.arange(0, 16))[None, :], (BLOCK_G, 16))
+    val = tl.gather(table, code, axis=1) * scale[:, None]
+    offs = g[:, None] * 32 + tl.arange(0, 32)[None, :]
+    tl.store(out_ptr + offs, val.to(out_ptr.dtype.element_ty), mask=gmask[:, None])
 
 
 # ------------------------------------------------------------------------------ host wrappers
@@ -135,7 +137,7 @@ def mx4_quantize(x: torch.Tensor, BLOCK_G: int = 64) -> tuple[torch.Tensor, torc
 
 
 def mx4_dequantize(packed: torch.Tensor, exps: torch.Tensor, dtype: torch.dtype = torch.float32,
-                   BLOCK_G: int = 64) -> torch.Tensor:
+                   BLOCK_G: int = 128) -> torch.Tensor:
     n_groups = exps.numel()
     out = torch.empty((n_groups * MX4_GROUP,), dtype=dtype, device=packed.device)
     mx4_dequantize_kernel[(triton.cdiv(n_groups, BLOCK_G),)](packed, exps, out, n_groups, BLOCK_G=BLOCK_G)

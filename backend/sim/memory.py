@@ -6,6 +6,8 @@ kernel, the source line and the offending element offsets, never a silent read.
 """
 from __future__ import annotations
 
+import math
+
 import bisect
 from dataclasses import dataclass
 
@@ -225,6 +227,12 @@ class GlobalMemory:
     def _dma_cost(r: Region, dtype: str, n: int, shape, strides, start: int, sub_shape) -> dict:
         size = ITEMSIZE[dtype]
         inner = sub_shape[-1] if sub_shape and strides and strides[-1] == 1 else 1
+        if inner > 1 and n == math.prod(sub_shape):
+            # rows that follow each other in memory are one contiguous run
+            for extent, stride in zip(reversed(sub_shape[:-1]), reversed(strides[:-1])):
+                if extent != 1 and stride != inner:
+                    break
+                inner *= extent
         runs = (n + inner - 1) // inner if inner else 0
         return {"bytes": n * size, "elements": n, "runs": runs, "run_bytes": inner * size,
                 "region": r.index, "addr": r.start + start * size, "aligned32": (r.start + start * size) % 32 == 0}

@@ -50,7 +50,8 @@ Chip level:
     re-reads hit the SRAM (LLC) while the launch's footprint fits `sram.llc_bytes`. Applied as a
     per-tensor fraction, spread evenly over all its reads: f = unique bytes / bytes read (unique
     bytes = the tensor size, or the distinct tiles read when the size is unknown); if the
-    footprint exceeds the LLC, re-reads hit with probability llc_bytes / footprint. Spreading
+    footprint (unique bytes read + the sizes of the tensors written) exceeds the LLC, re-reads
+    hit with probability llc_bytes / footprint. Spreading
     (rather than charging the first reader) keeps the result independent of program order,
     as PEs in flight together share the misses. `resident=` names tensors already in SRAM.
   - Writes go to the SRAM; their write-back to off-chip is counted in bytes (lpddr_write) but
@@ -231,7 +232,7 @@ def prepare(program: Any) -> None:
             ins._tip = tuple((r, copies[r]) for r in ins.dst if r in copies and r in ins._tr)
             # other registers whose local memory this write overwrites (not read by this op)
             ins._tconf = tuple(dict.fromkeys(x for d in ins.dst for x in conflicts.get(d, ())
-                                             if x not in ins._tr and x not in ins.dst))
+                                             if x[0] not in ins._tr and x[0] not in ins.dst))
             if ins.op == "ctl.for":
                 body = ins.bodies[0]
                 # a carried value is ready when what it aliases is (an if's result: its branches)
@@ -260,18 +261,22 @@ def prepare(program: Any) -> None:
 
 
 def _address_conflicts(buffers: dict) -> dict[str, tuple[str, ...]]:
-    """For each tile register, the other registers whose buffers overlap its bytes (all
-    instances): values the allocator placed in the same memory at different times. A write
-    waits for the readers of those (WAR through memory, not only through names)."""
+    """For each tile register, the other registers whose buffers overlap its bytes, and whether
+    they share the very buffer (an in-place chain, instance for instance) or merely overlap
+    (memory the allocator reused). A write waits for the readers of those (WAR through
+    memory, not only through names)."""
     spans = sorted(((b.offset, b.offset + b.nbytes * max(1, b.copies), r) for r, b in buffers.items()
                     if b.nbytes), key=lambda x: (x[0], x[2]))
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[tuple[str, bool]]] = {}
     for i, (lo, hi, r) in enumerate(spans):
+        b = buffers[r]
         for lo2, hi2, r2 in spans[i + 1:]:
             if lo2 >= hi:
                 break
-            out.setdefault(r, []).append(r2)
-            out.setdefault(r2, []).append(r)
+            b2 = buffers[r2]
+            same = (b.offset, b.nbytes, b.copies) == (b2.offset, b2.nbytes, b2.copies)
+            out.setdefault(r, []).append((r2, same))
+            out.setdefault(r2, []).append((r, same))
     return {r: tuple(v) for r, v in out.items()}
 
 
@@ -310,7 +315,13 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
     else:
         names = set(resident or ())
         res_idx = {i for i, (name, _) in regions.items() if name in names}
-    footprint = sum(unique.values())
+    # the launch's footprint in the LLC: what it reads plus what it writes (once per tensor)
+    written = set()
+    for t in traces:
+        for ins, c in t.events:
+            if ins.engine == "DMA_OUT" and c and c.get("region") is not None:
+                written.add(c["region"])
+    footprint = sum(unique.values()) + sum(regions[r][1] for r in written if r in regions and r not in unique)
     hit = 1.0 if footprint <= m.llc_bytes else m.llc_bytes / footprint
     frac = {}
     for reg, total in read.items():
@@ -610,9 +621,18 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 x = st[1][st[0] % cp]
                 if x > s:
                     s = x
-        for x in ins._tconf:
+        for x, same in ins._tconf:
             # memory the allocator reused: the previous occupant's readers must be done
-            t = lastread.get(x)
+            if same:
+                # a value sharing this buffer (in-place chain): its readers of the instance
+                # this write replaces (both advance one instance per write)
+                st = war.get(x)
+                if st is None:
+                    continue
+                sd = war.get(ins._tw[0])
+                t = st[1][((sd[0] if sd is not None else 0) + 1) % len(st[1])]
+            else:
+                t = lastread.get(x)
             if t is not None and t > s:
                 s = t
         if slots is not None:

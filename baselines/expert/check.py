@@ -23,7 +23,8 @@ import triton  # noqa: F401  - before backend.driver (circular import otherwise)
 from backend.driver import DEVICE, record_launches
 from baselines.expert import common
 from study.registry import load_all
-from study.roofline import attainable_flops, chip_peaks, roofline_fraction
+from study.measure import _tensors
+from study.roofline import attainable_flops, chip_peaks, offchip_bytes, roofline_fraction
 
 MAX_INPUT_BYTES = 1.2e9  # host memory guard: larger study shapes are listed as skipped
 
@@ -82,12 +83,14 @@ def check(names: list[str] | None = None, all_dtypes: bool = False, tags: str = 
                         continue
                     t0 = time.perf_counter()
                     with record_launches() as recs:
-                        w.impls["expert"](**inputs)
+                        out = w.impls["expert"](**inputs)
                     r["wall_s"] = time.perf_counter() - t0
                     secs = sum(x.time_us for x in recs) * 1e-6
                     fl, nb = w.flops(shape.params, dt), w.bytes(shape.params, dt)
+                    # the roofline counts the off-chip bytes, as study/measure.py does
+                    off = offchip_bytes(nb, sum(t.numel() * t.element_size() for t in _tensors(out)), DEVICE.chip)
                     r.update(time_us=secs * 1e6, launches=len(recs), tflops=fl / secs / 1e12,
-                             gbps=nb / secs / 1e9, frac=roofline_fraction(fl, nb, dt, secs, peaks),
+                             gbps=nb / secs / 1e9, frac=roofline_fraction(fl, off, dt, secs, peaks),
                              bound="compute" if fl and attainable_flops(fl, nb, dt, peaks) >= peaks.compute_peak(dt)
                              else "memory")
                     print(_fmt(r), flush=True)
