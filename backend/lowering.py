@@ -403,10 +403,31 @@ def _gather(e: Emitter, op: Op) -> None:
 @rule("tt.dot")
 def _dot(e: Emitter, op: Op) -> None:
     a, b, c = op.operands
-    # a splat-constant accumulator (zeros) is an immediate: the DPE starts from it, no tile
-    e.emit("dpe.matmul", [reg(op.result)], {"a": reg(a), "b": reg(b), "acc": e.operand(c)},
+    # FP32 inputs: the vector unit's broadcast FMAs when they are faster than the DPE's FP32 rate
+    engine = "simd" if _fp32_dot_on_simd(e, op) else "dpe"
+    # a splat-constant accumulator (zeros) is an immediate: the engine starts from it, no tile
+    e.emit(f"{engine}.matmul", [reg(op.result)], {"a": reg(a), "b": reg(b), "acc": e.operand(c)},
            {"in_dtype": a.type.elem, "out_dtype": op.result.type.elem,
             "input_precision": op.attrs.get("input_precision", 0)}, op.loc)
+
+
+def _fp32_dot_on_simd(e: Emitter, op: Op) -> bool:
+    """True when an FP32 x FP32 dot costs less as k SIMD passes over [m, n] than on the DPE
+    (padded to its tiles, at its FP32 rate); both costs from the chip config."""
+    a, b = op.operands[0].type, op.operands[1].type
+    if a.elem != "f32" or b.elem != "f32":
+        return False
+    from backend.configs import load_chip
+    chip = load_chip(getattr(e.options, "arch", None))
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.numel // (m * k)
+    d = chip["dpe"]
+    kq = max(1, int(d["tile_k_bytes"]) // 4)
+    pad = lambda x, t: -(-x // t) * t  # noqa: E731
+    dpe = float(d["fixed_cycles"]) + 2 * batch * pad(m, int(d["tile_m"])) * pad(n, int(d["tile_n"])) \
+        * pad(k, kq) / float(d["flops_per_cycle"]["f32"])
+    simd = batch * k * float(chip["simd"]["fixed_cycles"]) + batch * m * n * k / float(chip["simd"]["elements_per_cycle"])
+    return simd < dpe
 
 
 _BUILTIN_COMBINE = {

@@ -146,12 +146,14 @@ def jagged_to_padded_dense(values: torch.Tensor, offsets: torch.Tensor, max_len:
     return out
 
 
-def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 64, BLOCK_D: int = 128) -> torch.Tensor:
+def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, BLOCK_D: int = 128) -> torch.Tensor:
     B = offsets.numel() - 1
     D = values.shape[1]
     out = torch.empty((B, D), dtype=values.dtype, device=values.device)
     BLOCK_D = min(BLOCK_D, triton.next_power_of_2(D))
-    jagged_sum_kernel[(B, triton.cdiv(D, BLOCK_D))](values, offsets, out, D, BLOCK_L=BLOCK_L, BLOCK_D=BLOCK_D)
+    # three row blocks in flight: the loop body is one reduction, too short to hide a DMA
+    jagged_sum_kernel[(B, triton.cdiv(D, BLOCK_D))](values, offsets, out, D, BLOCK_L=BLOCK_L, BLOCK_D=BLOCK_D,
+                                                    num_stages=3)
     return out
 
 
