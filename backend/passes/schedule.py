@@ -59,13 +59,47 @@ class _Costs:
 
 
 def run(fn: Function, chip: dict) -> int:
-    """Reorder every region in place; returns the number of regions whose order changed."""
+    """Reorder every loop body in place, and issue the function body's loads early; returns the
+    number of regions whose order changed."""
     costs = _Costs(chip)
-    changed = 0
+    changed = _hoist_loads(fn.body)
     regions = [op.regions[0] for op in walk(fn.body) if op.name == "scf.for"]
     for region in regions:
         changed += _order(region, costs)
     return changed
+
+
+def _hoist_loads(region: Region) -> int:
+    """Move each load up to just after what it needs (its operands' producers, the load before
+    it, the last effect): the command processor then queues it on DMA before scalar code that
+    waits for a reduction blocks issue, so DMA does not idle while the PE computes (a weight
+    load after the row statistics of a LayerNorm, for instance). Loads keep their order."""
+    ops = list(region.ops)
+    moved = 0
+    out: list[Op] = []
+    pos: dict = {}  # value -> index in `out` of its producer
+    floor = 0       # loads may not move above the previous load or an effect
+    for op in ops:
+        is_load = op.name in _LOADS and not op.regions
+        if is_load:
+            at = max([floor] + [pos[v] + 1 for v in op.operands if v in pos])
+            if at < len(out):
+                moved = 1
+            out.insert(at, op)
+            for v, i in list(pos.items()):
+                if i >= at:
+                    pos[v] = i + 1
+            for r in op.results:
+                pos[r] = at
+            floor = at + 1
+            continue
+        out.append(op)
+        for r in op.results:
+            pos[r] = len(out) - 1
+        if op.name in _EFFECTS or any(i.name in _EFFECTS or i.name in _LOADS for r in op.regions for i in walk(r)):
+            floor = len(out)
+    region.ops = out
+    return moved
 
 
 def _order(region: Region, costs: _Costs) -> int:

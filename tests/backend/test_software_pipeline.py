@@ -105,3 +105,20 @@ def test_online_softmax_rescale_is_issued_before_the_big_exp():
     # the runtime scale is read as a scalar operand: no [64, 16] splat is built per iteration
     mt = kern.asm["mtiasm"].split("ctl.for", 1)[1]
     assert not re.search(r"simd\.splat a=%\w+ \{shape=\[64, 16\]", mt), mt
+
+
+def test_loads_are_issued_before_scalar_code_that_waits_for_a_reduction():
+    """passes/schedule._hoist_loads: LayerNorm's weight and bias loads move above the row
+    statistics (whose scalar rstd blocks the command processor), so the next program's row
+    DMA is not stuck behind them."""
+    from kernels.normalisation import layernorm
+    import kernels.normalisation as K
+    torch.manual_seed(0)
+    x, w, b = torch.randn(8, 256), torch.randn(256), torch.randn(256)
+    out = layernorm(x, w, b)
+    torch.testing.assert_close(out, torch.nn.functional.layer_norm(x, (256,), w, b), rtol=1e-4, atol=1e-4)
+    kern = list(K.layernorm_fwd_kernel.device_caches[0][0].values())[-1]
+    lines = kern.asm["tile"].splitlines()
+    loads = [i for i, ln in enumerate(lines) if "mtia.dma_load" in ln]
+    first_reduce = next(i for i, ln in enumerate(lines) if "tt.reduce" in ln)
+    assert len(loads) == 3 and max(loads) < first_reduce
