@@ -37,6 +37,7 @@ class Emitter:
         self.fma: dict[int, tuple] = {}   # id(addf) -> (a, b, c): contracted a*b + c
         self.fused: set[int] = set()      # ids of mulf ops folded into an fma
         self.scalar_splats: set = set()   # splats whose users read the scalar (see scalar_splats)
+        self.scan_totals: dict = {}       # id(scan) -> the sum reduction it also yields (and back)
         if fn is not None:
             self._analyse(fn)
 
@@ -49,6 +50,7 @@ class Emitter:
             for v in op.operands:
                 nuses[v] = nuses.get(v, 0) + 1
         self.scalar_splats = scalar_splats(fn)
+        self.scan_totals = _scan_totals(fn)
         if not getattr(self.options, "enable_fp_fusion", True):
             return
         # a*b + c -> fma(a, b, c) when the product has no other use (fp contraction, as GPU
@@ -459,8 +461,36 @@ def _combine_block(e: Emitter, region: Region, terminator: str) -> Block:
         e.force_tile = saved
 
 
+def _scan_totals(fn: Function) -> dict:
+    """Integer sum reductions of a tensor that is also cumsum'ed along the same axis, later in
+    the same region: the total is the scan's last element, so the reduction engine passes over
+    the data once. {id(scan): reduce result, id(reduce): scan} (integers only: exact in any
+    order; a float total would change rounding)."""
+    out: dict = {}
+    from backend.tile_ir import walk
+
+    def regions(r):
+        yield r
+        for o in walk(r):
+            yield from o.regions
+    for region in regions(fn.body):
+        scans = {}
+        for op in region.ops:
+            if op.name == "tt.scan" and len(op.operands) == 1 and not op.attrs.get("reverse", False) \
+                    and _builtin_kind(op.regions[0]) == "sum" and op.operands[0].type.elem.startswith(("i", "u")):
+                scans[(op.operands[0], op.attrs["axis"])] = op
+            elif op.name == "tt.reduce" and len(op.operands) == 1 and _builtin_kind(op.regions[0]) == "sum":
+                s = scans.get((op.operands[0], op.attrs["axis"]))
+                if s is not None and id(s) not in out:
+                    out[id(s)] = op.results[0]
+                    out[id(op)] = s
+    return out
+
+
 @rule("tt.reduce")
 def _reduce(e: Emitter, op: Op) -> None:
+    if id(op) in e.scan_totals:
+        return  # the cumsum of the same tensor yields this total (_scan_totals)
     region = op.regions[0]
     kind = _builtin_kind(region) if len(op.operands) == 1 else None
     attrs = {"axis": op.attrs["axis"]}
@@ -484,8 +514,11 @@ def _scan(e: Emitter, op: Op) -> None:
         attrs["kind"] = "sum"
     else:
         bodies = [_combine_block(e, region, "tt.scan.return")]
-    e.emit("re.scan", [reg(r) for r in op.results], {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc,
-           bodies)
+    dst = [reg(r) for r in op.results]
+    if id(op) in e.scan_totals:
+        dst.append(reg(e.scan_totals[id(op)]))
+        attrs["total"] = True
+    e.emit("re.scan", dst, {"srcs": [reg(v) for v in op.operands]}, attrs, op.loc, bodies)
 
 
 @rule("tt.histogram")

@@ -835,7 +835,8 @@ def _simd_reduce(st: ExecState, ins: Instr):
 
 @instruction("re.scan")
 def _re_scan(st: ExecState, ins: Instr):
-    """Inclusive scan along attrs.axis: builtin cumsum / cumprod or a combine region."""
+    """Inclusive scan along attrs.axis: builtin cumsum / cumprod or a combine region. With
+    attrs.total the last dst also receives the final element (the sum), from the same pass."""
     srcs = [st.v(s) for s in ins.args["srcs"]]
     axis, reverse = ins.attrs["axis"], ins.attrs.get("reverse", False)
     kind = ins.attrs.get("kind")
@@ -849,6 +850,8 @@ def _re_scan(st: ExecState, ins: Instr):
         outs = hillis_steele_scan(srcs, axis, reverse, RegionRunner(st, ins.bodies[0], run_block))
     for d, o in zip(ins.dst, outs):
         st.r[d] = o
+    if ins.attrs.get("total"):  # a last dst: the scan's final element along axis (the total)
+        st.r[ins.dst[-1]] = outs[0].select(axis, 0 if reverse else -1)
     return {"elements": sum(s.numel() for s in srcs), "out_elements": _numel(outs[0]),
             "combine_ops": len(ins.bodies[0].instrs) if ins.bodies else 1}
 
