@@ -38,6 +38,7 @@ class Emitter:
         self.fused: set[int] = set()      # ids of mulf ops folded into an fma
         self.scalar_splats: set = set()   # splats whose users read the scalar (see scalar_splats)
         self.scan_totals: dict = {}       # id(scan) -> the sum reduction it also yields (and back)
+        self.vector_scalars: set = set()  # scalars computed on SIMD/SFU (see vector_scalars)
         if fn is not None:
             self._analyse(fn)
 
@@ -51,6 +52,7 @@ class Emitter:
                 nuses[v] = nuses.get(v, 0) + 1
         self.scalar_splats = scalar_splats(fn)
         self.scan_totals = _scan_totals(fn)
+        self.vector_scalars = vector_scalars(fn)
         if not getattr(self.options, "enable_fp_fusion", True):
             return
         # a*b + c -> fma(a, b, c) when the product has no other use (fp contraction, as GPU
@@ -105,7 +107,9 @@ class Emitter:
         fn(self, op)
 
     def tile(self, v: Value) -> bool:
-        return self.force_tile or v.type.is_tile
+        """Whether v's op runs on the vector engines: tiles, and the scalars computed from
+        tile results (vector_scalars), which the control core would otherwise wait for."""
+        return self.force_tile or v.type.is_tile or v in self.vector_scalars
 
 
 def reg(v: Value) -> str:
@@ -459,6 +463,45 @@ def _combine_block(e: Emitter, region: Region, terminator: str) -> Block:
         return e.lower_region(region, (terminator,))
     finally:
         e.force_tile = saved
+
+
+def vector_scalars(fn: Function) -> set:
+    """Scalars derived from a reduction's result (a running max or sum carried through a loop,
+    its exp, ...). Computed on the control core they would stall instruction issue until the
+    reduction engine is done, holding back the next iteration's DMA; as one-element SIMD/SFU
+    work the control core runs ahead. A control-core consumer (an address, a loop bound) still
+    waits for them, at that point only."""
+    from backend.tile_ir import walk
+    elementwise = set(_BINARY) | set(_UNARY) | set(_CASTS) | {"arith.cmpi", "arith.cmpf", "arith.select"}
+    out: set = set()
+
+    def scalar(v: Value) -> bool:
+        return not v.type.is_tile and not v.type.is_ptr and v.type.elem not in ("blockptr", "tensordesc")
+    changed = True
+    while changed:
+        changed = False
+        for op in walk(fn.body):
+            new: list = []
+            if op.name == "tt.reduce":
+                new = [r for r in op.results if scalar(r)]
+            elif op.name in elementwise and any(v in out for v in op.operands):
+                new = [r for r in op.results if scalar(r)]
+            elif op.name == "scf.for":
+                body = op.regions[0]
+                y = body.ops[-1] if body.ops and body.ops[-1].name == "scf.yield" else None
+                for j, res in enumerate(op.results):
+                    if op.operands[3 + j] in out or (y is not None and y.operands[j] in out):
+                        new += [x for x in (res, body.args[1 + j]) if scalar(x)]
+            elif op.name == "scf.if":
+                for j, res in enumerate(op.results):
+                    if any(r.ops and r.ops[-1].name == "scf.yield" and j < len(r.ops[-1].operands)
+                           and r.ops[-1].operands[j] in out for r in op.regions):
+                        new += [res] if scalar(res) else []
+            for r in new:
+                if r not in out:
+                    out.add(r)
+                    changed = True
+    return out
 
 
 def _scan_totals(fn: Function) -> dict:

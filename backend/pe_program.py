@@ -105,7 +105,7 @@ def _immediates(fn: Function) -> set:
         | scalar_splats(fn)
 
 
-def live_intervals(fn: Function, stages: int) -> list[Interval]:
+def live_intervals(fn: Function, stages: int, whole_loop: bool = True) -> list[Interval]:
     defs: dict[Value, tuple[int, str]] = {}
     last: dict[Value, int] = {}
     alias: dict[Value, Value] = {}
@@ -187,6 +187,14 @@ def live_intervals(fn: Function, stages: int) -> list[Interval]:
         end = max(last.get(m, defs[m][0]) for m in members)
         loc = next((defs[m][1] for m in members if defs[m][1]), "")
         copies = max([buffered.get(m, 1) for m in members] + [buffered.get(rep_v, 1)])
+        if copies > 1 and whole_loop:
+            # the next instance is written while this iteration's other values are live
+            # (that is what the copies are for): such a buffer is shared with nothing else
+            # in the innermost loop that holds it
+            for lo, hi, inner in loops:
+                if lo < start <= hi:
+                    start, end = min(start, lo), max(end, hi)
+                    break
         out.append(Interval(rep_v, start, end, max(m.type.nbytes for m in members), copies, loc, members))
     return out
 
@@ -252,7 +260,13 @@ def allocate(fn: Function, capacity: int, stages: int, max_resident: int = 4) ->
     value another engine still reads would have to wait for that reader (the timing model
     prices this). Fresh memory first, then the least recently freed."""
     intervals = sorted(live_intervals(fn, stages), key=lambda i: (i.start, -i.nbytes))
-    _, peak = _place(fn, intervals, capacity, capacity, spread=False)
+    try:
+        _, peak = _place(fn, intervals, capacity, capacity, spread=False)
+    except LocalMemoryOverflow:
+        # multi-buffered tiles reuse memory of their loop's other values (the timing model
+        # then charges the waits that reuse causes)
+        intervals = sorted(live_intervals(fn, stages, whole_loop=False), key=lambda i: (i.start, -i.nbytes))
+        _, peak = _place(fn, intervals, capacity, capacity, spread=False)
     resident = max(1, min(max_resident, capacity // max(peak, 1)))
     return _place(fn, intervals, capacity, max(peak, capacity // resident), spread=True)
 

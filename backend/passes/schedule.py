@@ -34,7 +34,9 @@ class _Costs:
         self.mlu = float(chip["mlu"]["bytes_per_cycle"])
         self.dpe = float(chip["dpe"]["flops_per_cycle"]["bf16"])
         n_pe = int(chip["pe_grid"]["rows"]) * int(chip["pe_grid"]["cols"])
-        self.dma = float(chip["sram"]["bandwidth_gbps"]) / float(chip["clock_ghz"]) / n_pe
+        # a PE's share of the off-chip bandwidth: the slow case (a first read); ordering work
+        # that waits for a load as if it were fast would block an in-order engine behind it
+        self.dma = float(chip["offchip"]["bandwidth_gbps"]) / float(chip["clock_ghz"]) / n_pe
 
     def of(self, op: Op) -> float:
         if op.regions and op.name not in ("tt.reduce", "tt.scan"):
@@ -114,6 +116,7 @@ def _order(region: Region, costs: _Costs) -> int:
     start: dict[int, float] = {}
     last_effect = None
     loads_since: list[Op] = []
+    dma_free = 0.0
     for o in body:
         deps = [producer[v] for v in _reads(o) if v in producer]
         has_effect = o.name in _EFFECTS or any(i.name in _EFFECTS for r in o.regions for i in walk(r))
@@ -126,6 +129,10 @@ def _order(region: Region, costs: _Costs) -> int:
                 deps.append(last_effect)
             loads_since.append(o)
         s = max((finish[id(d)] for d in deps), default=0.0)
+        if is_load and not o.regions:
+            # one DMA engine: loads run one after another, in source order
+            s = max(s, dma_free)
+            dma_free = s + costs.of(o)
         start[id(o)] = s
         finish[id(o)] = s + costs.of(o)
     new = sorted(body, key=lambda o: (start[id(o)], index[id(o)]))

@@ -749,7 +749,9 @@ def _simd_matmul(st: ExecState, ins: Instr):
 def _reduce_builtin(x: torch.Tensor, kind: str, axis: int) -> torch.Tensor:
     if kind == "sum":
         acc_dt = x.dtype if x.dtype.is_floating_point or x.dtype == torch.int64 else torch.int64
-        return x.sum(dim=axis, dtype=acc_dt if x.dtype != torch.bool else torch.int64).to(x.dtype)
+        # a sum of booleans is a count (i32, as Triton promotes it)
+        return x.sum(dim=axis, dtype=acc_dt if x.dtype != torch.bool else torch.int64).to(
+            x.dtype if x.dtype != torch.bool else torch.int32)
     if kind == "max":
         return x.amax(dim=axis)
     if kind == "min":

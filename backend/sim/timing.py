@@ -24,7 +24,8 @@ Engine costs (from the cost inputs of backend/sim/isa.py):
   - DPE: 2 * batch * m' * n' * k' / flops_per_cycle[in_dtype], m, n padded to tile_m / tile_n and
     k to tile_k_bytes of input (INT8 2x BF16 from the table; FP32 at the vector-core rate).
   - SIMD / SFU / RE: elements / elements_per_cycle (RE times the combine ops of a region).
-  - MLU: bytes / bytes_per_cycle.
+  - MLU: bytes / bytes_per_cycle. A view (broadcast or unit-dim reshape, `view=True`) moves
+    nothing and costs nothing: its readers read, and wait for, its source.
   - DMA: every contiguous run is padded to whole `burst_bytes` bursts (+ `misaligned_extra_bytes`
     when the start is not 32-byte aligned); the transfer takes max(bytes at each level it
     crosses / that level's share, runs * run_cycles (gather_run_cycles for index-driven DMA)).
@@ -187,6 +188,9 @@ def prepare(program: Any) -> None:
         for ins in block.instrs:
             for b in ins.bodies:
                 collect(b)
+            if ins.op in ("mlu.reshape", "mlu.broadcast") and ins.attrs.get("view") \
+                    and isinstance(ins.args.get("a"), str):
+                alias[ins.dst[0]] = (ins.args["a"],)  # a view reads (and waits) as its source
             if ins.op == "ctl.for":
                 res = [r if isinstance(r, str) else None for r in ins.bodies[0].results]
                 for d, r in zip(ins.dst, res):
@@ -552,8 +556,11 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             dur = fixed[e] + c["elements"] * c.get("combine_ops", 1) / re_epc
         elif k == K_MLU:
             b = c["bytes"]
-            dur = fixed[e] + b / mlu_bpc
-            local += 2 * b
+            if b:
+                dur = fixed[e] + b / mlu_bpc
+                local += 2 * b
+            else:  # a view (broadcast, unit-dim reshape): strides change, no data moves;
+                continue  # its readers read the source (prepare() aliases the view to it)
         elif k == K_DMA_IN and warm and ins._tres and written is not None and c.get("region") not in written:
             # a program-invariant tile the PE already holds from its previous program
             dur = fixed[e]

@@ -1,5 +1,6 @@
 """Expert recommendation kernels: table-batched embedding bags (sum / mean, variable bag sizes)
-with index-driven DMA, and the jagged ops (to padded dense, sum, softmax) and dot interaction.
+with index-driven DMA. The jagged ops (to padded dense, sum, softmax) and the dot interaction
+are in baselines/expert/jagged.py.
 
 Embedding bag (FBGEMM TBE style, one work item = Bc consecutive bags of one table):
   offsets[bag], offsets[bag+1] for the Bc bags are two small DMAs; on SIMD they become the

@@ -14,7 +14,7 @@ GOLDEN = {
     "mm_loop_single": 11598,
     "mm_loop_double": 10302,
     "gemm_512x512x256": 18960,
-    "softmax_64x256": 3408,
+    "softmax_64x256": 3280,  # views (unit-dim reshapes, broadcasts) cost nothing
     "elementwise_4": 2029,
     "scalar_path": 4660,
 }
