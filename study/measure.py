@@ -107,18 +107,48 @@ def watch_compiles() -> Iterator[CompileLog]:
         JITFunction._do_compile = original
 
 
+_OWN_CODE = ("kernels", "baselines.expert")  # modules whose helpers count as the implementation's code
+
+
+def _py_function(obj: Any) -> Any:
+    """The Python function behind a @triton.jit kernel, an autotuner or a cached builder."""
+    for _ in range(4):
+        inner = getattr(obj, "fn", None)
+        if inner is None or inner is obj:
+            break
+        obj = inner
+    return inspect.unwrap(obj) if callable(obj) else obj
+
+
 def source_lines(obj: Any) -> int | None:
-    """Lines of an implementation's source (T2): a @triton.jit kernel, an autotuner, a function."""
-    for attr in ("src",):
-        if isinstance(getattr(obj, attr, None), str):
-            return len([ln for ln in obj.src.splitlines() if ln.strip()])
-    inner = getattr(obj, "fn", None)
-    if inner is not None and inner is not obj:
-        return source_lines(inner)
-    try:
-        return len([ln for ln in inspect.getsource(obj).splitlines() if ln.strip()])
-    except (TypeError, OSError):
+    """Non-blank lines of an implementation's source (T2), counted the same way for a Triton
+    kernel and an expert program: the function itself plus every helper it calls, transitively,
+    that is defined in kernels/ or baselines/expert/ (@triton.jit helpers, shared builder
+    helpers). The languages they are written in (triton.language, the ISA builder) do not count."""
+    root = _py_function(obj)
+    if not inspect.isfunction(root):
         return None
+    seen: dict = {}
+    todo = [root]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        try:
+            seen[f] = len([ln for ln in inspect.getsource(f).splitlines() if ln.strip()])
+        except (TypeError, OSError):
+            seen[f] = 0
+        codes = [f.__code__]
+        names: set = set()
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(x for x in c.co_consts if inspect.iscode(x))
+        for n in sorted(names):
+            g = _py_function(f.__globals__.get(n))
+            if inspect.isfunction(g) and (g.__module__ or "").startswith(_OWN_CODE) and g not in seen:
+                todo.append(g)
+    return sum(seen.values())
 
 
 def _clone(inputs: dict) -> dict:

@@ -36,6 +36,9 @@ REASONS: dict[str, str] = {
                        "-> SIMD cast, ~1.4k cycles) exceeds the one QK^T (1k cycles) it is pipelined behind; "
                        "a 3-deep S pipeline does not fit 384 KB at BQ=128, D=128",
     "flash_attention_causal": "as flash_attention, plus one wasted padding QK^T per query block",
+    "jagged_offsets": "one program (the running carry cannot pass between PEs without a second pass over "
+                      "the lengths); i32 is bound by the reduction engine's scan at 32 elements/cycle, "
+                      "i64 by that PE's DMA",
 }
 
 
