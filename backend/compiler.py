@@ -233,7 +233,7 @@ class MTIABackend(BaseBackend):
         pipeline = max(1, min(MAX_RESIDENT_PROGRAMS, pe.capacity // max(pe.peak, 1))) \
             if options.pipeline_programs else 1
         meta = {"chip": options.arch, "num_stages": options.num_stages, "memory_ops": pe.tile.report,
-                "program_pipeline": pipeline}
+                "program_pipeline": pipeline, "program_overlap": bool(options.pipeline_programs)}
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))
 
     @staticmethod

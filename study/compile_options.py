@@ -20,6 +20,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_index_dma": {"index_dma": False},
     "single_buffer": {"num_stages": 1},
     "no_software_pipeline": {"software_pipeline": False},
+    "no_program_overlap": {"pipeline_programs": False},
 }
 
 

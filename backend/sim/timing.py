@@ -363,29 +363,51 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # programs the compiler pipelines (their buffers fit the PE `depth` times over) overlap on
     # a PE: the next one is issued once the control core has issued the previous one, and
     # waits only for the program `depth` earlier, whose buffers it reuses
-    depth = int(getattr(program, "meta", {}).get("program_pipeline", 1))
+    meta = getattr(program, "meta", {}) or {}
+    depth = int(meta.get("program_pipeline", 1))
+    # buffers that fit only once: with `program_overlap` the next program still starts once
+    # the control core has issued this one, in the same memory; the command processor's
+    # dependency checks make each of its writes wait for this program's last access to that
+    # memory (two programs in flight at most)
+    shared = depth == 1 and bool(meta.get("program_overlap"))
+    if shared:
+        depth = 2
+        conflicts = _address_conflicts(program.buffers)
     written = _written_regions(traces)
     # per PE and engine, the busy intervals of the resident programs (None: no pipelining)
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
+    issued = [0.0] * m.n_pe        # when the control core issued a PE's latest program
+    memory: list = [None] * m.n_pe  # shared: reg -> last access of the PE's latest program
     starts = [0.0] * m.n_pe
     dynamic = m.dispatch == "dynamic"
     heap = [(0.0, pe) for pe in range(m.n_pe)]  # (earliest start of a next program, PE)
     for i, t in enumerate(traces):
         pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
-        start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles)
-        end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe, slots,
-                        pe_programs[pe] > 0, written)
+        start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles,
+                            issued if shared else None)
+        prior = mem_out = None
+        if shared:
+            mem_out = {}
+            if memory[pe]:
+                last = memory[pe]
+                prior = {r: max([last.get(r, 0.0)] + [last.get(x, 0.0) for x, _ in conflicts.get(r, ())])
+                         for r in program.buffers}
+                prior.update((k, v) for k, v in last.items() if isinstance(k, tuple))
+        end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe,
+                                   slots, pe_programs[pe] > 0, written, prior, mem_out)
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
         pe_time[pe] = max(pe_time[pe], end)
         ends[pe].append(end)
         starts[pe] = start
+        issued[pe] = issue_end
+        memory[pe] = mem_out
         pe_programs[pe] += 1
         if dynamic:
             heapq.heappush(heap, (_next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None,
-                                              m.replace_cycles), pe))
+                                              m.replace_cycles, issued if shared else None), pe))
     slowest = max(pe_time)
     off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
     off_bound = off_bytes / m.off_bpc
@@ -411,13 +433,16 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
 
 
 def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, depth: int, resident: bool,
-                replace: float) -> float:
-    """When PE `pe` can start its next program."""
+                replace: float, issued: list | None = None) -> float:
+    """When PE `pe` can start its next program (`issued`: programs sharing one memory start
+    after the previous one's last instruction is issued)."""
     if not n_done[pe]:
         return 0.0
     if resident:
         # each resident program has its own issue context; engines are shared in order
         start = starts[pe] + replace
+        if issued is not None:
+            start = max(start, issued[pe] + replace)
         if len(ends[pe]) >= depth:
             start = max(start, ends[pe][-depth])
         return start
@@ -454,11 +479,15 @@ def _fit(busy: list, s: float, dur: float) -> float:
 
 def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: float, off_share: float,
               spill: bool, busy: list, acc: dict, spans: list | None, pe: int,
-              slots: list | None = None, warm: bool = False, written: frozenset | None = None) -> float:
+              slots: list | None = None, warm: bool = False, written: frozenset | None = None,
+              prior: dict | None = None, mem_out: dict | None = None) -> tuple[float, float]:
     """List-schedule one program's events starting at t0; returns its finish time.
     `slots` (per engine, the busy intervals of the PE's resident programs) lets this program's
     instructions, in order among themselves, fill the gaps the others leave (updated in place).
     `warm`: the PE ran a program before (its program-invariant tiles are resident).
+    `prior`: per register, when the previous program on this PE last touched its memory (a
+    write waits for it); `mem_out` receives this program's last access per register.
+    Returns (finish time, time the control core issued the last instruction).
     """
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
     rget = ready.get
@@ -541,6 +570,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         e = ins._te
         # ---- engine cost
         lat = latency[e]
+        held = False
         if k == K_DPE:
             dur = fixed[e] + m.dpe_cycles(c)
             dpe_flops += c["flops"]
@@ -564,6 +594,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         elif k == K_DMA_IN and warm and ins._tres and written is not None and c.get("region") not in written:
             # a program-invariant tile the PE already holds from its previous program
             dur = fixed[e]
+            held = True
         elif k == K_DMA_IN or k == K_DMA_OUT:
             b = c["bytes"]
             runs = c["runs"]
@@ -628,6 +659,13 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 x = st[1][st[0] % cp]
                 if x > s:
                     s = x
+        if prior is not None:
+            for d in ins._tw:
+                # a held tile: ready once the previous program's load of it is; else the
+                # memory is free once the previous program's last access to it is done
+                x = prior.get(("w", d)) if held else prior.get(d)
+                if x is not None and x > s:
+                    s = x
         for x, same in ins._tconf:
             # memory the allocator reused: the previous occupant's readers must be done
             if same:
@@ -679,12 +717,21 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             v = (rd, fin, e)
             for d in ins._tw:
                 ready[d] = v
+            if mem_out is not None:
+                for d in ins._tw:
+                    if fin > mem_out.get(d, 0.0):
+                        mem_out[d] = fin
+                    mem_out[("w", d)] = fin
         if rd > end:
             end = rd
         if spans is not None:
             spans.append((pe, ENGINE_ORDER[e], s, fin, ins.op))
     if F > end:
         end = F
+    if mem_out is not None:
+        for r, x in lastread.items():
+            if x > mem_out.get(r, 0.0):
+                mem_out[r] = x
     acc["off_read"] += off_r
     acc["off_write"] += off_w
     acc["sram_read"] += sram_r
@@ -693,4 +740,4 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
     acc["dpe_flops"] += dpe_flops
     acc["vec_flops"] += vec_flops
     acc["scalar_accesses"] += scalar_acc
-    return end
+    return end, F

@@ -122,3 +122,35 @@ def test_loads_are_issued_before_scalar_code_that_waits_for_a_reduction():
     loads = [i for i, ln in enumerate(lines) if "mtia.dma_load" in ln]
     first_reduce = next(i for i, ln in enumerate(lines) if "tt.reduce" in ln)
     assert len(loads) == 3 and max(loads) < first_reduce
+
+
+@triton.jit
+def _big_copy(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+
+def test_programs_sharing_one_memory_overlap_only_where_memory_allows():
+    """A program whose buffers fit local memory once still starts when the previous one is
+    issued, but each of its writes waits for the previous program's last access to that
+    memory (the command processor's dependency check)."""
+    from backend.driver import trace_launches
+    n = 65536  # 256 KB per tile (the doubled value is computed in place): fits 384 KB once
+    x = torch.randn(128 * n)  # 2 programs per PE
+    y = torch.empty_like(x)
+    cycles = {}
+    for overlap in (True, False):
+        with trace_launches() as recs:
+            k = _big_copy[(128,)](x, y, N=n, pipeline_programs=overlap)
+        torch.testing.assert_close(y, x * 2)
+        cycles[overlap] = recs[0].cycles
+        spans = [s for s in recs[0].timing.spans if s[0] == 0]
+        progs = [s for s in spans if s[1] == "PROGRAM"]
+        assert len(progs) == 2
+        loads = sorted(s for s in spans if s[1] == "DMA_IN")
+        stores = sorted(s for s in spans if s[1] == "DMA_OUT")
+        # the second program's load overwrites memory the first program's store reads
+        assert loads[1][2] >= stores[0][3] - 1e-6
+        if overlap:
+            assert progs[1][2] < progs[0][3]  # started before the first one finished
+    assert cycles[True] <= cycles[False]
