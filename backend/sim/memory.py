@@ -227,10 +227,13 @@ class GlobalMemory:
     def _dma_cost(r: Region, dtype: str, n: int, shape, strides, start: int, sub_shape) -> dict:
         size = ITEMSIZE[dtype]
         inner = sub_shape[-1] if sub_shape and strides and strides[-1] == 1 else 1
-        if inner > 1 and n == math.prod(sub_shape):
-            # rows that follow each other in memory are one contiguous run
-            for extent, stride in zip(reversed(sub_shape[:-1]), reversed(strides[:-1])):
-                if extent != 1 and stride != inner:
+        if sub_shape and n == math.prod(sub_shape):
+            # dims that follow each other in memory (unit dims aside) are one contiguous run
+            inner = 1
+            for extent, stride in zip(reversed(sub_shape), reversed(strides)):
+                if extent == 1:
+                    continue
+                if stride != inner:
                     break
                 inner *= extent
         runs = (n + inner - 1) // inner if inner else 0

@@ -106,6 +106,121 @@ def smin(b: ProgramBuilder, x, y) -> Reg:
     return b.scalar("smin", x, y, "i64")
 
 
+class if_then:
+    """`with if_then(b, cond) as br:` the instructions emitted inside run only when the scalar
+    `cond` holds; `with br.otherwise():` after it (still inside) gives the else branch.
+    ctl.if without results (registers are global names: values written inside stay visible)."""
+
+    def __init__(self, b: ProgramBuilder, cond: Reg):
+        self.b, self.cond, self.els = b, cond, []
+
+    def __enter__(self):
+        self.b._blocks.append([])
+        return self
+
+    def otherwise(self):
+        outer = self
+
+        class _Else:
+            def __enter__(self):
+                outer.b._blocks.append([])
+
+            def __exit__(self, *exc):
+                outer.els = outer.b._blocks.pop()
+                return False
+        return _Else()
+
+    def __exit__(self, *exc):
+        from backend.sim.isa import Block
+        body = self.b._blocks.pop()
+        if exc[0] is None:
+            self.b.emit("ctl.if", [], {"cond": self.cond}, {}, [Block([], body, []), Block([], self.els, [])])
+        return False
+
+
+def pipelined_loop(b: ProgramBuilder, first, last, load: Callable, body: Callable) -> None:
+    """body(regs, t) for every tile t in [first, last), with the loads of tile t + 1 issued
+    before the body of tile t: pipelined_segments with one segment."""
+    pipelined_segments(b, [(first, last, load, body)])
+
+
+def pipelined_segments(b: ProgramBuilder, segs: Sequence[tuple]) -> None:
+    """Software-pipelined streaming over consecutive segments of tiles.
+
+    segs: (first, last, load, body[, burst]) per segment, run in order; body(regs, t) for every
+    t in [first, last) of each. The loads of the next tile (of the same or the next segment) are
+    issued before the body of the current one: the command processor issues in order and stalls
+    once an engine queue holds 8 entries, so a body of more than 8 SIMD ops would otherwise hold
+    back the next DMA until the current tile has arrived (the DMA engine idles for the DMA
+    latency plus most of the body, every tile). A segment's loop is unrolled by two, two
+    register sets alternate (load(t, regs) issues tile t's loads into `regs`, None: new
+    registers, and returns them); every load and body beyond a segment's end is skipped (ctl.if),
+    so odd counts compute no phantom tile.
+    burst = n (last segment only, last - first <= n): its loads all go out at once, each into
+    its own register set, before the previous segment's last body. Meant for a stream of big
+    tiles that ends in a few small ones (few DMA descriptors, a short tail: the work left after
+    the last byte arrives): one tile of lookahead would not cover a big tile's body with small
+    tiles' transfers."""
+    nseg = len(segs)
+    assert all(len(sg) < 5 or sg[4] is None or k == nseg - 1 for k, sg in enumerate(segs)), \
+        "only the last segment may be a burst"
+    regs: list[list] = [[None] * max(2, (sg[4] if len(sg) > 4 and sg[4] else 0)) for sg in segs]
+
+    def burst(k):
+        return segs[k][4] if len(segs[k]) > 4 else None
+
+    def first_load(k):
+        f, l, ld = segs[k][:3]
+        if burst(k):
+            for i in range(burst(k)):
+                ti = s64(b, "add", f, i)
+                with if_then(b, scmp(b, "slt", ti, l)):
+                    regs[k][i] = ld(ti, regs[k][i])
+        else:
+            regs[k][0] = ld(f, regs[k][0])
+
+    def lookahead(k):
+        # the first load(s) of the next non-empty segment after k (nothing if none)
+        if k + 1 >= nseg:
+            return
+        f, l = segs[k + 1][:2]
+        with if_then(b, scmp(b, "slt", f, l)) as br:
+            first_load(k + 1)
+            with br.otherwise():
+                lookahead(k + 1)
+
+    lookahead(-1)  # the very first load: of the first non-empty segment
+    for k, sg in enumerate(segs):
+        f, l, ld, bd = sg[:4]
+        if burst(k):
+            for i in range(burst(k)):
+                ti = s64(b, "add", f, i)
+                with if_then(b, scmp(b, "slt", ti, l)):
+                    bd(regs[k][i], ti)
+            continue
+        with b.loop(f, l, 2, name="pair") as t:
+            t1 = s64(b, "add", t, 1)
+            with if_then(b, scmp(b, "slt", t1, l)) as br:
+                regs[k][1] = ld(t1, regs[k][1])
+                with br.otherwise():
+                    lookahead(k)
+            bd(regs[k][0], t)
+            with if_then(b, scmp(b, "slt", t1, l)):
+                t2 = s64(b, "add", t, 2)
+                with if_then(b, scmp(b, "slt", t2, l)) as br:
+                    regs[k][0] = ld(t2, regs[k][0])
+                    with br.otherwise():
+                        lookahead(k)
+                bd(regs[k][1], t1)
+
+
+def scmp(b: ProgramBuilder, pred: str, x, y) -> Reg:
+    """Scalar integer compare on the control core (i1)."""
+    r = b._new("cmp", "i1")
+    b.emit("scalar.cmp", [r], {"a": x, "b": y}, {"pred": pred, "dtype": "i64"})
+    return r
+
+
 def partition(n_items: int, workers: int | None = None) -> tuple[int, int]:
     """Contiguous split of n_items over the PEs: (grid, items per program)."""
     workers = workers or n_pes()

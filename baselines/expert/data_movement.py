@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from backend.sim.builder import ProgramBuilder
-from baselines.expert.common import DT, attach, cached, cdiv, gather, launch, partition, pid64, s64, smin
+from backend.sim.isa import ITEMSIZE
+from baselines.expert.common import (DT, attach, cached, cdiv, cmp, gather, launch, n_pes, partition, pid64,
+                                      pipelined_segments, s64, smin)
 
 
 @cached
@@ -58,25 +60,64 @@ def concat_program(m: int, widths: tuple, dtype: str, elems: int = 16384):
 
 
 @cached
-def index_select_program(rows: int, dim: int, n: int, dtype: str):
-    isz = 2 if dtype in ("bf16", "f16") else 4
-    R = max(1, min(n, (64 * 1024) // (dim * isz)))
-    nb = cdiv(n, R)
-    grid, per = partition(nb)
+def index_select_program(rows: int, dim: int, n: int, dtype: str, main_bytes: int = 64 * 1024,
+                         tail_bytes: int = 8 * 1024):
+    """y[i, :] = x[index[i], :]: each PE gathers a contiguous share of the output rows, one
+    index-driven DMA per block of R rows (one run per row).
+
+    Software-pipelined (common.pipelined_segments): per block, the "load" is the block's index
+    chunk (one contiguous 1-D DMA: a [R, 1] box would be R burst-padded runs, 4x the bytes for
+    i64) and its row offsets (SIMD index * dim), the "body" the gather and the store. The next
+    block's index chunk is issued before the current gather, so the in-order DMA_IN queue never
+    holds a gather whose offsets are still in flight (the DMA latency plus the index transfer
+    were idle time per block). The gathers are `main_bytes` each (few descriptors); the last
+    block of a PE is split into `tail_bytes` gathers whose index chunks all go out before the
+    last big gather, so little is left after the PE's last byte arrives (the latency and one
+    small store). Lanes past the end are masked: neither read nor written."""
+    isz = ITEMSIZE[dtype]
+    P = n_pes()
+    per = cdiv(n, min(P, n))
+    grid = cdiv(n, per)
+
+    def rows_for(nbytes):
+        r = max(1, min(per, nbytes // (dim * isz)))
+        return 1 << (r.bit_length() - 1)
+    R = rows_for(main_bytes)
+    Rs = min(R, rows_for(tail_bytes))
     b = ProgramBuilder(f"expert_index_select_{rows}x{dim}_{n}_{dtype}")
     X, I, Y = b.param_ptr("x", dtype), b.param_ptr("index", "i64"), b.param_ptr("y", dtype)
-    w = pid64(b)
-    first = s64(b, "mul", w, per)
-    last = smin(b, s64(b, "add", first, per), nb)
-    idx = rows_t = None
-    roff = b.tile([R, 1], "i64", copies=2, name="roff")
-    with b.loop(first, last, 1, name="blk") as t:
-        r0 = s64(b, "mul", t, R)
-        hr = s64(b, "sub", n, r0)
-        idx = b.dma_load(I, r0, [R, 1], [1, 0], copies=2, hi=[hr, 1], out=idx)
-        b.mul(idx, dim, out=roff)
-        rows_t = gather(b, X, [R, dim], [(roff, [R, 1])], [0, 1], run=dim, copies=2, out=rows_t)
-        b.dma_store(Y, rows_t, s64(b, "mul", r0, dim), [dim, 1], hi=[hr, dim])
+    r_first = s64(b, "mul", pid64(b), per)
+    r_end = smin(b, s64(b, "add", r_first, per), n)
+    n_main = s64(b, "smax", s64(b, "sub", s64(b, "sdiv", s64(b, "add", s64(b, "sub", r_end, r_first), R - 1), R), 1), 0)
+    r_tail = s64(b, "add", r_first, s64(b, "mul", n_main, R))
+    n_tail = s64(b, "sdiv", s64(b, "add", s64(b, "sub", r_end, r_tail), Rs - 1), Rs)
+
+    def segment(Rb, base, count, burst):
+        lane = b.tile([Rb, 1], "i64", name="lane")
+        b.emit("simd.const", [lane], {}, {"dtype": "i64", "shape": [Rb, 1], "values": list(range(Rb))})
+        got = b.tile([Rb, dim], dtype, copies=2, name="rows")
+
+        def rows_of(t):
+            r0 = s64(b, "add", base, s64(b, "mul", t, Rb))
+            return r0, s64(b, "sub", r_end, r0)
+
+        def load(t, regs):
+            r0, hr = rows_of(t)
+            idx, roff, live = regs or (None, None, None)
+            idx = b.dma_load(I, r0, [Rb], [1], hi=[hr], other=0, out=idx)
+            roff = b.mul(idx, dim, out=roff)
+            live = cmp(b, "slt", lane, hr, out=live)
+            return idx, roff, live
+
+        def body(regs, t):
+            r0, hr = rows_of(t)
+            _, roff, live = regs
+            gather(b, X, [Rb, dim], [(roff, [Rb, 1])], [0, 1], mask=live, other=0, run=dim, copies=2, out=got)
+            b.dma_store(Y, got, s64(b, "mul", r0, dim), [dim, 1], hi=[hr, dim])
+        return (0, count, load, body, burst)
+
+    pipelined_segments(b, [segment(R, r_first, n_main, None),
+                           segment(Rs, r_tail, n_tail, R // Rs)])
     prog = b.build()
     prog.meta["grid"] = grid
     return prog
@@ -104,7 +145,6 @@ def index_select(x, index):
     n = index.numel()
     y = torch.empty((n, dim), dtype=x.dtype)
     prog = index_select_program(rows, dim, n, DT[x.dtype])
-    # padded lanes of the last block gather row 0 (index tile `other` = 0) and are not stored
     launch(prog, prog.meta["grid"], [x.contiguous(), index.to(torch.int64).contiguous(), y], data_independent=False)
     return y
 
