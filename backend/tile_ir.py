@@ -177,6 +177,15 @@ def print_function(fn: Function) -> str:
     return "\n".join(out) + "\n"
 
 
+def reads(op: Op) -> set:
+    """The values an op reads, those read inside its regions included."""
+    used = set(op.operands)
+    for r in op.regions:
+        for inner in walk(r):
+            used.update(inner.operands)
+    return used
+
+
 def uses(fn: Function) -> dict[Value, list[Op]]:
     """Map from each value to the ops that use it (nested regions included)."""
     table: dict[Value, list[Op]] = {}

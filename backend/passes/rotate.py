@@ -22,7 +22,7 @@ modulo variable expansion. The loop records which carried values form rings in `
 """
 from __future__ import annotations
 
-from backend.tile_ir import Function, Op, Region, Type, Value, walk
+from backend.tile_ir import Function, Op, Region, Type, Value, reads, walk
 
 # ops whose effects forbid issuing a load early
 _EFFECTS = {"tt.store", "mtia.dma_store", "mtia.scatter", "tt.atomic_rmw", "tt.atomic_cas", "tt.assert",
@@ -43,15 +43,6 @@ def _regions(region: Region):
             yield from _regions(r)
 
 
-def _uses_in(op: Op) -> set:
-    """Values an op reads, including those read inside its regions."""
-    used = set(op.operands)
-    for r in op.regions:
-        for inner in walk(r):
-            used.update(inner.operands)
-    return used
-
-
 def _stage0(body: Region) -> list[Op] | None:
     """The backward slice of the first GEMM that is free of carried values, or None."""
     carried = set(body.args[1:])
@@ -60,7 +51,7 @@ def _stage0(body: Region) -> list[Op] | None:
     tainted = set(carried)
     producer: dict[Value, Op] = {}
     for op in body.ops:
-        if _uses_in(op) & tainted:
+        if reads(op) & tainted:
             tainted.update(op.results)
         for r in op.results:
             producer[r] = op
@@ -68,7 +59,7 @@ def _stage0(body: Region) -> list[Op] | None:
         if op.name != "tt.dot" or op.result in tainted:
             continue
         # it must feed the carried state (otherwise there is nothing to overlap it with)
-        if not any(op.result in _uses_in(u) for u in body.ops if u is not op):
+        if not any(op.result in reads(u) for u in body.ops if u is not op):
             continue
         keep: set[int] = set()
         stack = [op]
@@ -79,7 +70,7 @@ def _stage0(body: Region) -> list[Op] | None:
             if o.regions and o.name not in _PURE_WITH_REGIONS:
                 return None
             keep.add(id(o))
-            stack.extend(producer[v] for v in _uses_in(o) if v in producer)
+            stack.extend(producer[v] for v in reads(o) if v in producer)
         return [o for o in body.ops if id(o) in keep]
     return None
 

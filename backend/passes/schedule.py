@@ -15,7 +15,7 @@ moves as one unit. Ties keep source order, so a region without slack is left as 
 from __future__ import annotations
 
 from backend.sim.isa import SFU_FUNCTIONS
-from backend.tile_ir import Function, Op, Region, walk
+from backend.tile_ir import Function, Op, Region, reads, walk
 
 _VIEWS = {"tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.splat", "arith.constant", "tt.make_range"}
 _LOADS = {"tt.load", "mtia.dma_load", "mtia.gather"}
@@ -118,7 +118,7 @@ def _order(region: Region, costs: _Costs) -> int:
     loads_since: list[Op] = []
     dma_free = 0.0
     for o in body:
-        deps = [producer[v] for v in _reads(o) if v in producer]
+        deps = [producer[v] for v in reads(o) if v in producer]
         has_effect = o.name in _EFFECTS or any(i.name in _EFFECTS for r in o.regions for i in walk(r))
         is_load = o.name in _LOADS or any(i.name in _LOADS for r in o.regions for i in walk(r))
         if has_effect:
@@ -141,10 +141,3 @@ def _order(region: Region, costs: _Costs) -> int:
     region.ops = new + tail
     return 1
 
-
-def _reads(op: Op) -> set:
-    used = set(op.operands)
-    for r in op.regions:
-        for inner in walk(r):
-            used.update(inner.operands)
-    return used
