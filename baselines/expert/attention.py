@@ -20,8 +20,9 @@ import math
 
 import torch
 
-from backend.sim.builder import ProgramBuilder
-from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
+from baselines.expert.common import ProgramBuilder
+from baselines.expert.common import (DT, attach, cached, cdiv, cmp, first_fit, launch, n_pes, partition, pid64, s64,
+                                      smin)
 
 NEG_INF = float("-inf")
 
@@ -31,8 +32,17 @@ def _select(b, cond, x, y, out):
     return out
 
 
+# [BQ, BK] blocks from the MTIA 2i choice down: the first whose buffers fit the local memory
+_FLASH_BLOCKS = [(128, 64), (128, 32), (64, 64), (64, 32), (32, 32), (32, 16), (16, 16)]
+
+
 @cached
-def flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str = "bf16", BQ: int = 128, BK: int = 64):
+def flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str = "bf16", BQ: int = 0, BK: int = 0):
+    return first_fit(lambda c: _flash_program(B, H, S, D, causal, dtype, *c),
+                     [(BQ, BK)] if BQ else _FLASH_BLOCKS)
+
+
+def _flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str, BQ: int, BK: int):
     assert BQ % BK == 0
     nq, nk = cdiv(S, BQ), cdiv(S, BK)
     items = B * H * nq
@@ -59,17 +69,22 @@ def flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str = "bf
     alpha = b.tile([BQ, 1], "f32", name="alpha")
     kpos = b.tile([1, BK], "i32", name="kpos")
     state = {"kraw": None, "v": None}
+    ragged = items % P != 0  # a program's last item may be past the end: its K / V loads are masked off
+
+    def _kv_rows(kb):
+        rows = s64(b, "sub", S, kb)
+        return s64(b, "mul", rows, state["live"]) if ragged else rows
 
     def qk(s_reg, kv_off, kb):
         """S = Q @ K[kb]^T (K block DMA'd, transposed on the MLU)."""
-        rows = s64(b, "sub", S, kb)
+        rows = _kv_rows(kb)
         state["kraw"] = b.dma_load(K, s64(b, "add", kv_off, s64(b, "mul", kb, D)), [BK, D], [D, 1], copies=2,
                                    hi=[rows, D], out=state["kraw"])
         b.transpose(state["kraw"], out=kt)
         b.matmul(qt, kt, zero, out=s_reg)
 
     def softmax_pv(s_reg, kv_off, kb, qlim):
-        rows = s64(b, "sub", S, kb)
+        rows = _kv_rows(kb)
         state["v"] = b.dma_load(V, s64(b, "add", kv_off, s64(b, "mul", kb, D)), [BK, D], [D, 1], copies=2,
                                 hi=[rows, D], out=state["v"])
         if need_mask:
@@ -93,10 +108,14 @@ def flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str = "bf
     with b.loop(0, per, 1, name="item") as j:
         t = s64(b, "add", w, s64(b, "mul", j, P))
         live = smin(b, s64(b, "sub", items, t), 1)
+        if ragged:
+            state["live"] = s64(b, "smax", live, 0)
         bh = s64(b, "sdiv", t, nq)
         qb = s64(b, "srem", t, nq)
         if causal:  # zigzag: odd items of a program take the mirrored query block
-            par = s64(b, "srem", j, 2)
+            # (by j only when P is a multiple of nq: all blocks of a head then share j's parity,
+            # so the mirroring is a bijection; otherwise mirror whole heads: bh odd)
+            par = s64(b, "srem", j, 2) if P % nq == 0 else s64(b, "srem", bh, 2)
             qb = s64(b, "add", qb, s64(b, "mul", par, s64(b, "sub", nq - 1, s64(b, "mul", qb, 2))))
         q0 = s64(b, "mul", qb, BQ)
         kv_off = s64(b, "mul", bh, S * D)

@@ -13,25 +13,52 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 from typing import Any, Callable, Sequence
 
 import torch
 
-from backend.configs import load_chip
-from backend.sim.builder import ProgramBuilder, Reg
+from backend.configs import DEFAULT_CHIP, load_chip
+from backend.sim.builder import LocalMemoryOverflow, Reg
+from backend.sim.builder import ProgramBuilder as _Builder
 
 DT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8",
       torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
 TORCH = {v: k for k, v in DT.items()}
 
 
+def current_chip() -> str:
+    """The chip the driver is set to (backend.driver.set_chip), else $MTIA_CHIP / the default."""
+    drv = sys.modules.get("backend.driver")
+    return drv.DEVICE.chip if drv is not None else os.environ.get("MTIA_CHIP", DEFAULT_CHIP)
+
+
 def n_pes(chip: str | None = None) -> int:
-    c = load_chip(chip)
+    c = load_chip(chip or current_chip())
     return int(c["pe_grid"]["rows"]) * int(c["pe_grid"]["cols"])
 
 
 def local_bytes(chip: str | None = None) -> int:
-    return int(load_chip(chip)["local_memory"]["bytes"])
+    return int(load_chip(chip or current_chip())["local_memory"]["bytes"])
+
+
+class ProgramBuilder(_Builder):
+    """The ISA builder, sized to the local memory of the chip the driver is set to."""
+
+    def __init__(self, name: str, local_mem_bytes: int | None = None, chip: str | None = None):
+        super().__init__(name, local_mem_bytes if local_mem_bytes is not None else local_bytes(chip), chip)
+
+
+def first_fit(build: Callable, candidates):
+    """build(c) for the first candidate whose buffers fit the local memory (largest first)."""
+    err = None
+    for c in candidates:
+        try:
+            return build(c)
+        except LocalMemoryOverflow as e:
+            err = e
+    raise err if err is not None else LocalMemoryOverflow("no candidate tile size")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -42,7 +69,17 @@ def pow2_at_least(n: int, lo: int = 1) -> int:
     return max(lo, 1 << max(0, math.ceil(math.log2(max(n, 1)))))
 
 
-cached = functools.lru_cache(maxsize=None)  # programs are plain data: one per shape/dtype key
+def cached(fn: Callable) -> Callable:
+    """Programs are plain data: one per (chip, shape/dtype key). The chip is part of the key:
+    tile sizes follow the chip's local memory and PE count."""
+    at = functools.lru_cache(maxsize=None)(lambda chip, *a, **kw: fn(*a, **kw))
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        return at(current_chip(), *a, **kw)
+    wrapper.cache_clear = at.cache_clear
+    wrapper.cache_info = at.cache_info
+    return wrapper
 
 
 # ----------------------------------------------------------------------------- registration

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import torch
 
-from backend.sim.builder import ProgramBuilder
+from baselines.expert.common import ProgramBuilder
 from backend.sim.isa import ITEMSIZE
-from baselines.expert.common import (DT, attach, cached, cdiv, cmp, gather, launch, n_pes, partition, pid64,
-                                      pipelined_segments, s64, smin)
+from baselines.expert.common import (DT, attach, cached, cdiv, cmp, first_fit, gather, launch, n_pes, partition,
+                                      pid64, pipelined_segments, s64, smin)
 
 
 @cached
-def transpose_program(m: int, n: int, dtype: str, T: int = 128):
+def transpose_program(m: int, n: int, dtype: str, T: int = 0):
+    """T x T tiles (T = 128, smaller where the chip's local memory does not hold four)."""
+    return first_fit(lambda t: _transpose(m, n, dtype, t), [T] if T else [128, 64, 32])
+
+
+def _transpose(m: int, n: int, dtype: str, T: int):
     tm, tn = cdiv(m, T), cdiv(n, T)
     grid, per = partition(tm * tn)
     b = ProgramBuilder(f"expert_transpose_{m}x{n}_{dtype}")
@@ -35,6 +40,10 @@ def transpose_program(m: int, n: int, dtype: str, T: int = 128):
 
 @cached
 def concat_program(m: int, widths: tuple, dtype: str, elems: int = 16384):
+    return first_fit(lambda e: _concat(m, widths, dtype, e), [elems >> k for k in range(5)])
+
+
+def _concat(m: int, widths: tuple, dtype: str, elems: int):
     total = sum(widths)
     BR = max(1, min(m, elems // max(widths)))
     nb = cdiv(m, BR)
@@ -73,7 +82,13 @@ def index_select_program(rows: int, dim: int, n: int, dtype: str, main_bytes: in
     were idle time per block). The gathers are `main_bytes` each (few descriptors); the last
     block of a PE is split into `tail_bytes` gathers whose index chunks all go out before the
     last big gather, so little is left after the PE's last byte arrives (the latency and one
-    small store). Lanes past the end are masked: neither read nor written."""
+    small store). Lanes past the end are masked: neither read nor written.
+    Where the chip's local memory does not hold two main gathers, they are halved until it does."""
+    return first_fit(lambda mb: _index_select(rows, dim, n, dtype, mb, min(tail_bytes, mb)),
+                     [main_bytes >> k for k in range(5)])
+
+
+def _index_select(rows: int, dim: int, n: int, dtype: str, main_bytes: int, tail_bytes: int):
     isz = ITEMSIZE[dtype]
     P = n_pes()
     per = cdiv(n, min(P, n))

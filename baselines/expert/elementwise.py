@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.expert.common import ACTS, DT, attach, cached, cdiv, launch, n_pes, to_f32
+from baselines.expert.common import ACTS, DT, attach, cached, cdiv, first_fit, launch, n_pes, to_f32
 from baselines.expert.streaming import Operand, stream2d, stream_tiles, tile_shape
 
 
@@ -18,13 +18,22 @@ def _f32_tmps(b, shape, n):
     return [b.tile(shape, "f32", name="tmp") for _ in range(n)]
 
 
+# (elements per tile, lean) from the MTIA 2i size down: the first whose buffers fit the chip's
+# local memory. lean: FP32 inputs declare no FP32 temporaries (they are unused then).
+_SIZES = [(e, lean) for e in (8192, 4096, 2048, 1024) for lean in (False, True)]
+
+
 @cached
 def add_program(n: int, dtype: str):
-    BR, BC = tile_shape(1, n, 8192)
+    return first_fit(lambda c: _add(n, dtype, *c), _SIZES)
+
+
+def _add(n: int, dtype: str, elems: int, lean: bool):
+    BR, BC = tile_shape(1, n, elems)
     st = {}
 
     def setup(b):
-        st["t"] = _f32_tmps(b, [BR, BC], 3)
+        st["t"] = [None] * 3 if lean and dtype == "f32" else _f32_tmps(b, [BR, BC], 3)
 
     def body(b, ins, outs):
         x, y, acc = st["t"]
@@ -41,7 +50,11 @@ def add_program(n: int, dtype: str):
 def act_program(rows: int, cols: int, dtype: str, act: str, gated: bool = False):
     """out[r, c] = act(x[r, c]) (* x[r, cols + c] when gated: SiLU-and-mul). With a bias:
     bias_act_program."""
-    BR, BC = tile_shape(rows, cols, 8192)
+    return first_fit(lambda c: _act_program(rows, cols, dtype, act, gated, c[0]), [(e, False) for e in (8192, 4096, 2048, 1024)])
+
+
+def _act_program(rows: int, cols: int, dtype: str, act: str, gated: bool, elems: int):
+    BR, BC = tile_shape(rows, cols, elems)
     xs = 2 * cols if gated else cols
     ins = [Operand("x", dtype, xs)]
     if gated:
@@ -104,7 +117,11 @@ def bias_act_program(rows: int, cols: int, dtype: str, act: str):
     instead of once per tile, and the next tile's load is queued before the current body (whose
     ~8-10 SIMD / SFU passes would otherwise hold the command processor back from issuing it).
     Per tile: [SIMD cast] SIMD x + bias, the activation (4 SIMD + 1 SFU for GELU-tanh), [SIMD cast]."""
-    BR, BC, BRs = _bias_tile(rows, cols)
+    return first_fit(lambda e: _bias_act(rows, cols, dtype, act, e), (8192, 4096, 2048, 1024))
+
+
+def _bias_act(rows: int, cols: int, dtype: str, act: str, target: int):
+    BR, BC, BRs = _bias_tile(rows, cols, target, min(1024, target))
     st = {}
 
     def prologue(b, resident):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 
 from backend.configs import load_chip
-from backend.sim.builder import LocalMemoryOverflow, ProgramBuilder
+from backend.sim.builder import LocalMemoryOverflow
+from baselines.expert.common import ProgramBuilder, current_chip
 from baselines.expert.common import ACTS, DT, attach, cached, cdiv, launch, n_pes, pid64, s64, smin
 
 _CANDIDATES = [(256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64),
@@ -21,7 +22,7 @@ _CANDIDATES = [(256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 6
 
 
 def _estimate(batch: int, M: int, N: int, K: int, BM: int, BN: int, BK: int, isz: int, rate: float) -> float:
-    chip = load_chip()
+    chip = load_chip(current_chip())
     sram_share = chip["sram"]["bandwidth_gbps"] / chip["clock_ghz"] / n_pes()
     tiles = batch * cdiv(M, BM) * cdiv(N, BN)
     waves = cdiv(tiles, n_pes())
@@ -36,7 +37,7 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
                  epilogue: str | None = None, BM: int = 0, BN: int = 0):
     """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major."""
     isz = 1 if in_dtype == "i8" else 2
-    rate = load_chip()["dpe"]["flops_per_cycle"][in_dtype]
+    rate = load_chip(current_chip())["dpe"]["flops_per_cycle"][in_dtype]
     BK = 64 if in_dtype == "i8" else 32
     cands = [(BM, BN)] if BM else sorted(
         _CANDIDATES, key=lambda c: _estimate(batch, M, N, K, c[0], c[1], BK, isz, rate))

@@ -47,7 +47,8 @@ from typing import Callable
 import torch
 
 from backend.configs import load_chip
-from backend.sim.builder import ProgramBuilder, Reg
+from backend.sim.builder import Reg
+from baselines.expert.common import ProgramBuilder, current_chip
 from backend.sim.isa import ITEMSIZE
 from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
 
@@ -84,7 +85,7 @@ class Rates:
 
     @staticmethod
     def of(dtype: str, DC: int, P: int, spill: bool) -> "Rates":
-        chip = load_chip()
+        chip = load_chip(current_chip())
         ghz, row = chip["clock_ghz"], DC * ITEMSIZE[dtype]
         off = chip["offchip"]["bandwidth_gbps"] / ghz / P
         sram = min(chip["sram"]["bandwidth_gbps"] / ghz / P, chip["local_memory"]["bandwidth_gbps"] / ghz)
@@ -163,7 +164,7 @@ def _jagged_program(name: str, B: int, D: int, dtype: str, off_dt: str, DC: int,
 
 def spills(*tensors: torch.Tensor) -> bool:
     """Host launch parameter: does the launch's footprint (inputs + outputs) exceed the LLC?"""
-    sram = load_chip()["sram"]
+    sram = load_chip(current_chip())["sram"]
     return sum(t.numel() * t.element_size() for t in tensors) > int(sram.get("llc_bytes", sram["bytes"]))
 
 
@@ -314,7 +315,7 @@ def _sum_cost(rt: Rates):
 def _softmax_cost(rt: Rates, dtype: str, DC: int, LC: int):
     """Rows in and out, or per row chunk the compute chain (~5 BF16 / 2 FP32 SIMD passes, 2 SFU
     exp and 2 RE passes, plus latencies) when that is longer (short segments)."""
-    chip = load_chip()
+    chip = load_chip(current_chip())
     e = LC * DC
     chunk = (5 if dtype != "f32" else 2) * e / chip["simd"]["elements_per_cycle"] + \
         2 * e / chip["sfu"]["elements_per_cycle"] + 2 * e / chip["re"]["elements_per_cycle"] + 200

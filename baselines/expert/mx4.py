@@ -33,7 +33,7 @@ from typing import Callable
 
 import torch
 
-from backend.sim.builder import ProgramBuilder
+from baselines.expert.common import ProgramBuilder
 from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, partition, pid64, s64, smin
 
 GROUP = 32

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.expert.common import DT, attach, cached, launch, to_f32
+from baselines.expert.common import DT, attach, cached, first_fit, launch, to_f32
 from baselines.expert.streaming import Operand, stream2d, tile_shape
 
 _ELEMS = 8192  # elements per tile (32 KB in FP32); wider rows take one row per tile
@@ -21,7 +21,15 @@ def _rows(b, x, BR):
 
 @cached
 def norm_program(kind: str, m: int, n: int, dtype: str, eps: float = 0.0):
-    BR, _ = tile_shape(m, n, _ELEMS, whole_rows=True)
+    """Whole-row tiles of _ELEMS elements, fewer rows (down to one) where the chip's local
+    memory is smaller; if one row still does not fit, `lean`: one FP32 row temporary fewer
+    (the squares / normalised row reuse a buffer that is dead by then, see _norm)."""
+    cands = [(e, lean) for e in (_ELEMS, _ELEMS // 2, _ELEMS // 4, _ELEMS // 8) for lean in (False, True)]
+    return first_fit(lambda c: _norm(kind, m, n, dtype, eps, *c), cands)
+
+
+def _norm(kind: str, m: int, n: int, dtype: str, eps: float, elems: int, lean: bool):
+    BR, _ = tile_shape(m, n, elems, whole_rows=True)
     ins = [Operand("x", dtype, n)]
     if kind in ("layernorm", "rmsnorm"):
         ins.append(Operand("weight", dtype, 0, resident=True))
@@ -32,11 +40,16 @@ def norm_program(kind: str, m: int, n: int, dtype: str, eps: float = 0.0):
     def setup(b):
         st["xf"] = b.tile([BR, n], "f32", name="xf") if dtype != "f32" else None
         st["t"] = b.tile([BR, n], "f32", name="t")
-        st["y"] = b.tile([BR, n], "f32", name="y") if kind != "softmax" else st["t"]
+        if kind == "softmax" or (lean and kind == "rmsnorm"):
+            st["y"] = st["t"]      # softmax: one temporary; rmsnorm has no use for t otherwise
+        elif lean:
+            st["y"] = st["xf"]     # layernorm: x is dead once t = x - mean (FP32: the output tile)
+        else:
+            st["y"] = b.tile([BR, n], "f32", name="y")
 
     def body(b, tiles, outs):
         x = to_f32(b, tiles[0], st["xf"])
-        t, y = st["t"], st["y"]
+        t, y = st["t"], (st["y"] if st["y"] is not None else outs[0])
         fin = outs[0] if dtype == "f32" else y
         if kind == "softmax":
             mx = _rows(b, b.reduce(x, 1, "max"), BR)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from backend.sim.builder import ProgramBuilder
+from baselines.expert.common import ProgramBuilder
 from baselines.expert.common import DT, attach, cached, cdiv, launch, partition, pow2_at_least, s64, smin
 from baselines.expert.mx4 import const_tile, pe_range, prefetched_loop
 

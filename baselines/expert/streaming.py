@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from backend.sim.builder import ProgramBuilder, Reg
+from backend.sim.builder import Reg
+from baselines.expert.common import ProgramBuilder
 from baselines.expert.common import cdiv, n_pes, partition, pid64, pipelined_segments, s64, smin
 
 
