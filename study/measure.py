@@ -198,8 +198,13 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
             with watch_compiles() as cached_log, record_launches():
                 fn(**_clone(inputs))
             cached_s = cached_log.seconds
-    except NotImplementedError:
-        raise  # the impl does not cover this dtype or shape: no row, the runner counts it as skipped
+    except NotImplementedError as e:
+        from triton.runtime.errors import OutOfResources
+        if not isinstance(e, OutOfResources):
+            raise  # the impl does not cover this dtype or shape: no row, the runner counts it as skipped
+        # a kernel whose tiles do not fit this chip's local memory is a result, not a gap
+        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]
     except Exception as e:  # a failing implementation is a result (correct=False), not a crash
         msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]

@@ -82,7 +82,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False)
         for name in REPRODUCE_SUITES:
             s = run_suite(get_suite(name), workloads, results, workers)
             print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
-                  f"{s.incorrect} incorrect)")
+                  f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
             for e in s.errors:
                 print(f"  error: {e}", file=sys.stderr)
                 status = 1

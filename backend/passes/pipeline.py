@@ -11,17 +11,22 @@ def run(fn: Function, options: object) -> dict:
     from backend.passes import dce, rotate, schedule, structure
     report = structure.run(fn, options)
     if getattr(options, "software_pipeline", True):
-        before = copy.deepcopy(fn.body)
+        from backend.configs import load_chip
+        chip = load_chip(getattr(options, "arch", None))
+        plain = copy.deepcopy(fn.body)
         rotated = rotate.run(fn)
         if rotated:
             dce.run(fn)
-            if not _fits(fn, options):
-                fn.body = before  # the second S buffer does not fit: keep the plain loop
-                rotated = 0
+        schedule.run(fn, chip)
+        if rotated and not _fits(fn, options):
+            # the second score buffer (or the longer lifetimes of the new order) does not fit
+            # this chip's local memory: keep the plain loops, reordered only if that still fits
+            fn.body, rotated = copy.deepcopy(plain), 0
+            schedule.run(fn, chip)
+        if not _fits(fn, options):
+            fn.body = plain
         if rotated:
             report["software_pipelined_loops"] = rotated
-        from backend.configs import load_chip
-        schedule.run(fn, load_chip(getattr(options, "arch", None)))
     return report
 
 
