@@ -235,19 +235,20 @@ def pipelined_segments(b: ProgramBuilder, segs: Sequence[tuple]) -> None:
                 with if_then(b, scmp(b, "slt", ti, l)):
                     bd(regs[k][i], ti)
             continue
-        with b.loop(f, l, 2, name="pair") as t:
-            t1 = s64(b, "add", t, 1)
-            with if_then(b, scmp(b, "slt", t1, l)) as br:
-                regs[k][1] = ld(t1, regs[k][1])
+        def issue_next(t_next, slot, k=k, l=l, ld=ld):
+            """Load tile t_next into register set `slot`, or past the segment's end the
+            next segment's first tile."""
+            with if_then(b, scmp(b, "slt", t_next, l)) as br:
+                regs[k][slot] = ld(t_next, regs[k][slot])
                 with br.otherwise():
                     lookahead(k)
+
+        with b.loop(f, l, 2, name="pair") as t:
+            t1 = s64(b, "add", t, 1)
+            issue_next(t1, 1)
             bd(regs[k][0], t)
             with if_then(b, scmp(b, "slt", t1, l)):
-                t2 = s64(b, "add", t, 2)
-                with if_then(b, scmp(b, "slt", t2, l)) as br:
-                    regs[k][0] = ld(t2, regs[k][0])
-                    with br.otherwise():
-                        lookahead(k)
+                issue_next(s64(b, "add", t, 2), 0)
                 bd(regs[k][1], t1)
 
 
