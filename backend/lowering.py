@@ -419,20 +419,17 @@ def _dot(e: Emitter, op: Op) -> None:
 
 def _fp32_dot_on_simd(e: Emitter, op: Op) -> bool:
     """True when an FP32 x FP32 dot costs less as k SIMD passes over [m, n] than on the DPE
-    (padded to its tiles, at its FP32 rate); both costs from the chip config."""
+    (padded to its tiles, at its FP32 rate), priced as the timing model prices both."""
     a, b = op.operands[0].type, op.operands[1].type
     if a.elem != "f32" or b.elem != "f32":
         return False
     from backend.configs import load_chip
-    chip = load_chip(getattr(e.options, "arch", None))
+    from backend.sim.timing import _EIDX, ChipModel
+    cm = ChipModel(load_chip(getattr(e.options, "arch", None)))
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.numel // (m * k)
-    d = chip["dpe"]
-    kq = max(1, int(d["tile_k_bytes"]) // 4)
-    pad = lambda x, t: -(-x // t) * t  # noqa: E731
-    dpe = float(d["fixed_cycles"]) + 2 * batch * pad(m, int(d["tile_m"])) * pad(n, int(d["tile_n"])) \
-        * pad(k, kq) / float(d["flops_per_cycle"]["f32"])
-    simd = batch * k * float(chip["simd"]["fixed_cycles"]) + batch * m * n * k / float(chip["simd"]["elements_per_cycle"])
+    dpe = cm.fixed[_EIDX["DPE"]] + cm.dpe_cycles({"in_dtype": "f32", "batch": batch, "m": m, "n": n, "k": k})
+    simd = batch * k * cm.fixed[_EIDX["SIMD"]] + batch * m * n * k / cm.simd_epc
     return simd < dpe
 
 
@@ -510,12 +507,7 @@ def _scan_totals(fn: Function) -> dict:
     the data once. {id(scan): reduce result, id(reduce): scan} (integers only: exact in any
     order; a float total would change rounding)."""
     out: dict = {}
-    from backend.tile_ir import walk
-
-    def regions(r):
-        yield r
-        for o in walk(r):
-            yield from o.regions
+    from backend.tile_ir import regions
     for region in regions(fn.body):
         scans = {}
         for op in region.ops:

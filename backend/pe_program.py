@@ -186,7 +186,7 @@ def live_intervals(fn: Function, stages: int, whole_loop: bool = True) -> list[I
         start = min(defs[m][0] for m in members)
         end = max(last.get(m, defs[m][0]) for m in members)
         loc = next((defs[m][1] for m in members if defs[m][1]), "")
-        copies = max([buffered.get(m, 1) for m in members] + [buffered.get(rep_v, 1)])
+        copies = buffered.get(rep_v, 1)  # keyed by buffer class
         if copies > 1 and whole_loop:
             # the next instance is written while this iteration's other values are live
             # (that is what the copies are for): such a buffer is shared with nothing else

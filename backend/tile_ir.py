@@ -177,6 +177,14 @@ def print_function(fn: Function) -> str:
     return "\n".join(out) + "\n"
 
 
+def regions(region: Region) -> Iterator[Region]:
+    """A region and every region nested in it, outermost first."""
+    yield region
+    for op in region.ops:
+        for r in op.regions:
+            yield from regions(r)
+
+
 def reads(op: Op) -> set:
     """The values an op reads, those read inside its regions included."""
     used = set(op.operands)

@@ -22,25 +22,16 @@ modulo variable expansion. The loop records which carried values form rings in `
 """
 from __future__ import annotations
 
-from backend.tile_ir import Function, Op, Region, Type, Value, reads, walk
+from backend.passes.dce import EFFECTS as _EFFECTS  # ops that forbid issuing a load early
+from backend.tile_ir import Function, Op, Region, Type, Value, reads, regions, walk
 
-# ops whose effects forbid issuing a load early
-_EFFECTS = {"tt.store", "mtia.dma_store", "mtia.scatter", "tt.atomic_rmw", "tt.atomic_cas", "tt.assert",
-            "tt.print", "tt.call"}
 _PURE_WITH_REGIONS = {"tt.reduce", "tt.scan"}
 
 
 def run(fn: Function) -> int:
     """Rotate every eligible loop in place; returns how many were rotated."""
-    loops = [(region, op) for region in _regions(fn.body) for op in region.ops if op.name == "scf.for"]
+    loops = [(region, op) for region in regions(fn.body) for op in region.ops if op.name == "scf.for"]
     return sum(1 for region, op in loops if _rotate(region, op))
-
-
-def _regions(region: Region):
-    yield region
-    for op in region.ops:
-        for r in op.regions:
-            yield from _regions(r)
 
 
 def _stage0(body: Region) -> list[Op] | None:

@@ -15,28 +15,26 @@ moves as one unit. Ties keep source order, so a region without slack is left as 
 from __future__ import annotations
 
 from backend.sim.isa import SFU_FUNCTIONS
+from backend.lowering import _BINARY, _UNARY
+from backend.passes.dce import EFFECTS as _EFFECTS, TERMINATORS as _TERMINATORS
 from backend.tile_ir import Function, Op, Region, reads, walk
 
 _VIEWS = {"tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.splat", "arith.constant", "tt.make_range"}
 _LOADS = {"tt.load", "mtia.dma_load", "mtia.gather"}
-_EFFECTS = {"tt.store", "mtia.dma_store", "mtia.scatter", "tt.atomic_rmw", "tt.atomic_cas", "tt.assert",
-            "tt.print", "tt.call"}
-_TERMINATORS = {"scf.yield", "scf.condition", "tt.reduce.return", "tt.scan.return", "tt.return"}
 
 
 class _Costs:
-    """Cycles an op would take alone on its engine (an estimate for ordering, not the timing)."""
+    """Cycles an op would take alone on its engine (an estimate for ordering, not the timing);
+    the rates are the timing model's (ChipModel)."""
 
     def __init__(self, chip: dict):
-        self.simd = float(chip["simd"]["elements_per_cycle"])
-        self.sfu = float(chip["sfu"]["elements_per_cycle"])
-        self.re = float(chip["re"]["elements_per_cycle"])
-        self.mlu = float(chip["mlu"]["bytes_per_cycle"])
-        self.dpe = float(chip["dpe"]["flops_per_cycle"]["bf16"])
-        n_pe = int(chip["pe_grid"]["rows"]) * int(chip["pe_grid"]["cols"])
+        from backend.sim.timing import ChipModel
+        cm = ChipModel(chip)
+        self.simd, self.sfu, self.re, self.mlu = cm.simd_epc, cm.sfu_epc, cm.re_epc, cm.mlu_bpc
+        self.dpe = cm.dpe_rate["bf16"]
         # a PE's share of the off-chip bandwidth: the slow case (a first read); ordering work
         # that waits for a load as if it were fast would block an in-order engine behind it
-        self.dma = float(chip["offchip"]["bandwidth_gbps"]) / float(chip["clock_ghz"]) / n_pe
+        self.dma = cm.off_bpc / cm.n_pe
 
     def of(self, op: Op) -> float:
         if op.regions and op.name not in ("tt.reduce", "tt.scan"):
@@ -54,8 +52,8 @@ class _Costs:
             return op.operands[0].type.numel / self.re
         if op.name in ("tt.trans", "tt.join", "tt.split", "tt.cat"):
             return res.nbytes / self.mlu
-        fn = op.name.split(".", 1)[-1]
-        if op.name.startswith("math.") and fn in SFU_FUNCTIONS or fn in ("exp", "exp2", "log", "log2"):
+        # the engine the lowering picks for it (lowering._binary / _unary)
+        if (_UNARY.get(op.name) or _BINARY.get(op.name)) in SFU_FUNCTIONS:
             return n / self.sfu
         return n / self.simd
 

@@ -80,6 +80,7 @@ from backend.sim.isa import ITEMSIZE, registers_in
 
 ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
 _EIDX = {e: i for i, e in enumerate(ENGINE_ORDER)}
+_DMA_OUT = _EIDX["DMA_OUT"]
 
 # instruction kinds (small ints: the hot loop dispatches on them)
 _ZERO = (0.0, 0.0, -1)
@@ -217,7 +218,7 @@ def prepare(program: Any) -> None:
         return tuple(dict.fromkeys(out))
 
     copies = {r: b.copies for r, b in program.buffers.items()}
-    conflicts = _address_conflicts(program.buffers)
+    conflicts = program._tconflicts = _address_conflicts(program.buffers)
 
     def walk(block) -> None:
         for ins in block.instrs:
@@ -286,12 +287,20 @@ def _address_conflicts(buffers: dict) -> dict[str, tuple[str, ...]]:
 
 # ----------------------------------------------------------------------------- memory levels
 
-def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) -> tuple[dict, dict]:
-    """Per region index: the fraction of its read bytes that come from off-chip."""
+def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) -> tuple[dict, dict, frozenset | None]:
+    """Per region index: the fraction of its read bytes that come from off-chip; the memory
+    detail; and the tensors the launch writes (None: a store that names no tensor, scalar path
+    or atomic, could write any), so a program-invariant load from one of them is never reused."""
     read: dict[int, int] = {}
     tiles: dict[int, dict] = {}
+    stored: set = set()
+    unknown = False  # a store whose target is not known
     for t in traces:
         for ins, c in t.events:
+            if ins.op in ("scalar.store", "dma_out.atomic"):
+                unknown = True
+            if ins._te == _DMA_OUT and c:
+                stored.add(c.get("region"))
             if ins._tk == K_DMA_IN and c:
                 reg = c.get("region")
                 if reg is None:
@@ -320,12 +329,7 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
         names = set(resident or ())
         res_idx = {i for i, (name, _) in regions.items() if name in names}
     # the launch's footprint in the LLC: what it reads plus what it writes (once per tensor)
-    written = set()
-    for t in traces:
-        for ins, c in t.events:
-            if ins.engine == "DMA_OUT" and c and c.get("region") is not None:
-                written.add(c["region"])
-    footprint = sum(unique.values()) + sum(regions[r][1] for r in written if r in regions and r not in unique)
+    footprint = sum(unique.values()) + sum(regions[r][1] for r in stored if r is not None and r in regions and r not in unique)
     hit = 1.0 if footprint <= m.llc_bytes else m.llc_bytes / footprint
     frac = {}
     for reg, total in read.items():
@@ -334,7 +338,8 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
         else:
             f0 = unique[reg] / total
             frac[reg] = 1.0 - (1.0 - f0) * hit
-    return frac, {"footprint_bytes": footprint, "llc_hit_rate_on_reuse": hit}
+    return frac, {"footprint_bytes": footprint, "llc_hit_rate_on_reuse": hit}, \
+        (None if unknown else frozenset(stored))
 
 
 # ----------------------------------------------------------------------------- pricing
@@ -350,7 +355,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         cyc = m.launch_cycles
         return LaunchTiming(int(math.ceil(cyc)), cyc / (m.clock_ghz * 1e3), chip=m.name)
     n_active = min(m.n_pe, n_prog)
-    frac, mem_detail = _read_fractions(traces, m, resident)
+    frac, mem_detail, written = _read_fractions(traces, m, resident)
     spill = mem_detail["llc_hit_rate_on_reuse"] < 1.0
     sram_share = min(m.sram_bpc / n_active, m.local_bpc)
     off_share = min(m.off_bpc / n_active, m.local_bpc)
@@ -372,13 +377,12 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     shared = depth == 1 and bool(meta.get("program_overlap"))
     if shared:
         depth = 2
-        conflicts = _address_conflicts(program.buffers)
-    written = _written_regions(traces)
+        conflicts = program._tconflicts
     # per PE and engine, the busy intervals of the resident programs (None: no pipelining)
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     issued = [0.0] * m.n_pe        # when the control core issued a PE's latest program
-    memory: list = [None] * m.n_pe  # shared: reg -> last access of the PE's latest program
+    memory: list = [None] * m.n_pe  # shared: (last access, last write) per reg of the PE's latest program
     starts = [0.0] * m.n_pe
     dynamic = m.dispatch == "dynamic"
     heap = [(0.0, pe) for pe in range(m.n_pe)]  # (earliest start of a next program, PE)
@@ -389,12 +393,12 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                             issued if shared else None)
         prior = mem_out = None
         if shared:
-            mem_out = {}
+            mem_out = ({}, {})
             if memory[pe]:
-                last = memory[pe]
-                prior = {r: max([last.get(r, 0.0)] + [last.get(x, 0.0) for x, _ in conflicts.get(r, ())])
-                         for r in program.buffers}
-                prior.update((k, v) for k, v in last.items() if isinstance(k, tuple))
+                last, last_w = memory[pe]
+                # a register's memory is free once every value overlapping it was last accessed
+                prior = ({r: max([last.get(r, 0.0)] + [last.get(x, 0.0) for x, _ in conflicts.get(r, ())])
+                          for r in program.buffers}, last_w)
         end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe,
                                    slots, pe_programs[pe] > 0, written, prior, mem_out)
         if spans is not None:
@@ -449,19 +453,6 @@ def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, 
     return pe_time[pe] + replace
 
 
-def _written_regions(traces: list) -> frozenset | None:
-    """Tensors the launch writes: a program-invariant load from one of them is never reused
-    across programs. A store that names no tensor (scalar path, atomics) could write any."""
-    out = set()
-    for t in traces:
-        for ins, c in t.events:
-            if ins.op in ("scalar.store", "dma_out.atomic"):
-                return None  # unknown target: no reuse at all
-            if ins.engine == "DMA_OUT" and c:
-                out.add(c.get("region"))
-    return frozenset(out)
-
-
 def _fit(busy: list, s: float, dur: float) -> float:
     """Earliest start >= s of a `dur`-long slot between the engine's busy intervals (sorted,
     disjoint); records the slot. How resident programs interleave on a shared engine."""
@@ -485,8 +476,9 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
     `slots` (per engine, the busy intervals of the PE's resident programs) lets this program's
     instructions, in order among themselves, fill the gaps the others leave (updated in place).
     `warm`: the PE ran a program before (its program-invariant tiles are resident).
-    `prior`: per register, when the previous program on this PE last touched its memory (a
-    write waits for it); `mem_out` receives this program's last access per register.
+    `prior`: (per register, when the previous program on this PE last touched its memory, a
+    write waits for it; per register, when it last wrote it); `mem_out` receives the same two
+    maps for this program.
     Returns (finish time, time the control core issued the last instruction).
     """
     ready: dict[str, tuple] = {}  # reg -> (readable at, producer finish, producer engine)
@@ -663,7 +655,7 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
             for d in ins._tw:
                 # a held tile: ready once the previous program's load of it is; else the
                 # memory is free once the previous program's last access to it is done
-                x = prior.get(("w", d)) if held else prior.get(d)
+                x = prior[1 if held else 0].get(d)
                 if x is not None and x > s:
                     s = x
         for x, same in ins._tconf:
@@ -719,9 +711,9 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 ready[d] = v
             if mem_out is not None:
                 for d in ins._tw:
-                    if fin > mem_out.get(d, 0.0):
-                        mem_out[d] = fin
-                    mem_out[("w", d)] = fin
+                    if fin > mem_out[0].get(d, 0.0):
+                        mem_out[0][d] = fin
+                    mem_out[1][d] = fin
         if rd > end:
             end = rd
         if spans is not None:
@@ -730,8 +722,8 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
         end = F
     if mem_out is not None:
         for r, x in lastread.items():
-            if x > mem_out.get(r, 0.0):
-                mem_out[r] = x
+            if x > mem_out[0].get(r, 0.0):
+                mem_out[0][r] = x
     acc["off_read"] += off_r
     acc["off_write"] += off_w
     acc["sram_read"] += sram_r
