@@ -13,7 +13,7 @@ GPU mode: for every workload with a "triton" impl, its test and study shapes, ea
 dtype, the inputs are made on the CPU from the study's seed (the same inputs the simulator
 sees) and moved to cuda. The reference is the workload's torch implementation (fp32
 arithmetic; on cuda where it runs there, else on the CPU; TF32 off), compared with the
-STUDY.md tolerances. Two implementations are timed with triton.testing.do_bench (median,
+docs/study.md tolerances. Two implementations are timed with triton.testing.do_bench (median,
 L2 cleared before every call by do_bench):
   triton_gpu  the workload's own "triton" impl (the kernels/ host wrapper: allocation + launch)
   torch_gpu   the torch path a PyTorch user would write, in the input dtype on cuda: cuBLAS for

@@ -49,7 +49,7 @@ class Comparison:
 
 
 def compare(out: Any, ref: Any, dtype: str) -> Comparison:
-    """STUDY.md tolerances: |out - ref| <= tol + tol * |ref| elementwise (exact for ints)."""
+    """docs/study.md tolerances: |out - ref| <= tol + tol * |ref| elementwise (exact for ints)."""
     got, want = _tensors(out), _tensors(ref)
     if len(got) != len(want) or not want:
         return Comparison(None, None, False, f"returned {len(got)} tensors, torch returned {len(want)}")

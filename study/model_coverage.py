@@ -48,7 +48,7 @@ DEFAULT_OUT = REPO / "results" / "raw" / "model_coverage.csv"
 COLUMNS = ("run_id", "git_sha", "model", "size", "chip", "n_triton_kernels", "n_fallback_ops", "fallback_ops",
            "triton_time_us", "fallback_est_us", "e2e_us", "nongemm_share_triton", "ops_share_triton", "correct",
            "max_abs_err", "compile_s", "sim_wall_s", "notes", "versions",
-           # added (STUDY.md allows adding columns, never overloading one)
+           # added (docs/study.md allows adding columns, never overloading one)
            "dtype", "shape", "triton_gemm_us", "triton_nongemm_us", "fallback_gemm_est_us",
            "fallback_nongemm_est_us", "max_abs_err_vs_fp32", "eager_max_abs_err_vs_fp32", "triton_kernels",
            "measured_at")
@@ -305,7 +305,7 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
     cov.nongemm_share_triton = cov.triton_nongemm_us / nongemm if nongemm > 0 else None
     n = cov.n_triton_kernels + cov.n_fallback_ops
     cov.ops_share_triton = cov.n_triton_kernels / n if n else None
-    scale = f"; study size scaled from STUDY.md ({case.paper}): {case.scaling}" if size == "study" else ""
+    scale = f"; study size scaled from docs/study.md ({case.paper}): {case.scaling}" if size == "study" else ""
     cov.notes = (f"{case.shape}{scale}; {n_graphs} FX graph(s) compiled (graph breaks: {max(n_graphs - 1, 0)}); "
                  f"first call launched {n_autotune} kernels (autotuning included; 0 extra when Inductor's cache was "
                  f"warm), compile_s is that call's wall time less its simulation time; fallback_est_us is a roofline estimate on the {chip} config "

@@ -1,19 +1,19 @@
 """Model workloads for T3 (model coverage): four models built in the project with random weights.
 
-Each model has two sizes. "test" is tiny (seconds, for tests). "study" is the STUDY.md shape
+Each model has two sizes. "test" is tiny (seconds, for tests). "study" is the docs/study.md shape
 scaled down so that one functional simulation of the whole model takes under about two minutes
 on a 2-core host: the structure (layers, ops, their order, dtype) is identical, only batch,
-sequence, hidden width and table sizes shrink. STUDY.md's shapes are listed beside each
+sequence, hidden width and table sizes shrink. docs/study.md's shapes are listed beside each
 "study" size as `paper`, and the factor is written into the CSV's notes.
 
-| model    | STUDY.md shape                                   | "study" size here (scaling)                   |
+| model    | docs/study.md shape                                   | "study" size here (scaling)                   |
 |----------|--------------------------------------------------|-----------------------------------------------|
 | decoder  | batch 16, seq 2048, hidden 4096, 32 heads, BF16  | batch 4, seq 256, hidden 512, 4 heads (hd 128), ffn 1376: batch /4, seq /8, hidden, heads, ffn /8 |
-| dlrm     | tens of tables, 1e5-1e6 rows, dim 64-128, batch 512-4096 | the smallest STUDY.md shape: batch 512, 26 tables x 1e5 rows, dim 64; bags 1-16; MLPs 13-512-256-64, 512-256-1 |
+| dlrm     | tens of tables, 1e5-1e6 rows, dim 64-128, batch 512-4096 | the smallest docs/study.md shape: batch 512, 26 tables x 1e5 rows, dim 64; bags 1-16; MLPs 13-512-256-64, 512-256-1 |
 | moe      | tokens 4096, hidden 4096, top-2 of 8             | tokens 512, hidden 512, ffn 1024, top-2 of 8: tokens, hidden /8 |
 | jagged   | batch 512, history lengths 1-1024                | batch 64, lengths 1-128, item dim 64: batch, lengths /8 (Inductor's autotuning of the scatter kernels is slow to simulate) |
 
-All models run in BF16 (STUDY.md: the decoder is BF16; the others follow it); correctness is
+All models run in BF16 (docs/study.md: the decoder is BF16; the others follow it); correctness is
 checked against eager at the BF16 tolerance (1e-2).
 """
 from __future__ import annotations
@@ -181,7 +181,7 @@ class ModelCase:
     module: nn.Module
     inputs: tuple
     shape: str            # what this size is, in the model's own terms
-    paper: str            # STUDY.md's shape, for the notes
+    paper: str            # docs/study.md's shape, for the notes
     scaling: str          # how "study" relates to the paper shape
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -218,7 +218,7 @@ def _dlrm(size: str) -> ModelCase:
     return ModelCase("dlrm", size, m, (dense, indices, offsets),
                      f"batch {b}, {t} tables x {cfg['rows']} rows, dim {cfg['d']}, bags 1-{cfg['maxbag']}, "
                      f"bottom {cfg['bottom']}, top {cfg['top']}", paper,
-                     "none needed: the smallest STUDY.md shape (batch 512, 26 tables x 1e5 rows, dim 64), bags 1-16, Criteo-style MLPs 13-512-256-64 and 512-256-1")
+                     "none needed: the smallest docs/study.md shape (batch 512, 26 tables x 1e5 rows, dim 64), bags 1-16, Criteo-style MLPs 13-512-256-64 and 512-256-1")
 
 
 def _moe(size: str) -> ModelCase:

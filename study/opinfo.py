@@ -50,7 +50,7 @@ COLUMNS = ("run_id", "git_sha", "versions", "op", "variant", "dtype", "status", 
 STATUSES = ("pass", "pass_no_triton", "wrong", "compile_error", "runtime_error", "timeout", "skipped")
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout")
 
-# STUDY.md: fp32 1e-4, bf16/fp16 1e-2 (rtol and atol); OpInfo overrides may only loosen them.
+# docs/study.md: fp32 1e-4, bf16/fp16 1e-2 (rtol and atol); OpInfo overrides may only loosen them.
 STUDY_TOL = {"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1e-2), "float16": (1e-2, 1e-2)}
 
 # Ops whose output is not a function of the inputs, beyond what OpInfo marks
@@ -61,7 +61,7 @@ NONDETERMINISTIC = {"empty", "empty_like", "empty_strided", "empty_permuted", "n
                     "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
                     "nn.functional.rrelu", "cauchy", "exponential", "geometric", "log_normal", "torch.empty"}
 
-# Inference-relevant ops first (the sweep may be cut short): STUDY.md's workloads and their parts.
+# Inference-relevant ops first (the sweep may be cut short): docs/study.md's workloads and their parts.
 PRIORITY_OPS = [
     "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
     "pow", "maximum", "minimum", "clamp", "where", "reciprocal", "erf", "floor", "round",
@@ -175,7 +175,7 @@ def prioritised(ops: list) -> list:
 # ----------------------------------------------------------------------------- comparing
 
 def tolerances(op, dtype) -> tuple[float, float]:
-    """STUDY.md's (rtol, atol) for the dtype, loosened to the largest forward-test override
+    """docs/study.md's (rtol, atol) for the dtype, loosened to the largest forward-test override
     the OpInfo declares for that dtype on CPU (toleranceOverride in its decorators)."""
     from torch.testing._internal.common_device_type import toleranceOverride
     rtol, atol = STUDY_TOL.get(str(dtype).replace("torch.", ""), (1e-4, 1e-4))

@@ -1,6 +1,6 @@
-"""The raw result schema (STUDY.md): one tidy row per measurement, the same for every suite.
+"""The raw result schema (docs/study.md): one tidy row per measurement, the same for every suite.
 
-Columns are STUDY.md's, in its order, followed by the few this harness needs and STUDY.md
+Columns are docs/study.md's, in its order, followed by the few this harness needs and docs/study.md
 allows adding (never overloading one): the workload's family (figures group by it), the
 compile-option set a row ran under (ablation), the autotuning config it measures (F7), the
 compile time with Triton's on-disk cache warm, the lines of the implementation's source (T2),
@@ -66,7 +66,7 @@ def parse_row(header: list[str], fields: list[str]) -> dict[str, Any]:
 
 
 def check_header(header: list[str]) -> None:
-    """A raw file must hold every STUDY.md column; extra columns are allowed (older or GPU files
+    """A raw file must hold every docs/study.md column; extra columns are allowed (older or GPU files
     may lack this harness's extras, which read as empty)."""
     missing = [c for c in STUDY_COLUMNS if c not in header]
     if missing:

@@ -1,5 +1,5 @@
 """Every expert implementation against the torch reference on the workloads' "test" shapes
-(STUDY.md tolerances through study.measure.compare)."""
+(docs/study.md tolerances through study.measure.compare)."""
 from __future__ import annotations
 
 import pytest

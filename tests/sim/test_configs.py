@@ -31,7 +31,7 @@ def test_projections_are_labelled_and_say_their_base(name):
     cfg = load_chip(name)
     assert cfg["projection"] is True and cfg["base"] in available_chips()
     text = (CONFIG_DIR / f"{name}.toml").read_text()
-    assert "PROJECTION" in text and "MTIA-2i.md" in text
+    assert "PROJECTION" in text and "docs/mtia2i.md" in text
 
 
 def test_what_if_ratios_follow_the_stated_changes():
