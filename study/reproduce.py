@@ -1,5 +1,12 @@
 """`make reproduce`: run the study on the default chip, then execute every notebook headless.
 
+A notebook's only source is its jupytext percent-format script, notebooks/<ID>_<name>.py (plain
+Python: `python notebooks/F1_speedup_vs_expert.py` runs it too). Here each one is converted to a
+notebook with jupytext, executed with nbclient from the repository root, and the executed copy,
+with its outputs, is written to notebooks/executed/<ID>_<name>.ipynb (committed: the regenerated
+artefact beside results/figures and results/tables). Cell ids are fixed and execution times are
+not recorded, so re-executing an unchanged notebook on unchanged data gives the same file.
+
 Notebooks whose input is optional (T1's microbenchmarks are always shown with the config
 table; F6 needs committed GPU rows) are skipped with a message when their data is absent;
 every other notebook must run, and a failing one fails the whole reproduction.
@@ -7,14 +14,26 @@ every other notebook must run, and a failing one fails the whole reproduction.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from study.results import raw_dir, read_rows
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+SOURCE_GLOB = "[FT][0-9]*_*.py"  # one source per table or figure: F1_speedup_vs_expert.py, T2_kernel_suite.py, ...
+
+
+def notebook_sources(notebook_dir: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The jupytext sources of the study's notebooks, in order."""
+    return sorted(notebook_dir.glob(SOURCE_GLOB))
+
+
+def executed_path(source: Path) -> Path:
+    """Where `make reproduce` keeps the executed copy of a source, outputs included."""
+    return source.parent / "executed" / f"{source.stem}.ipynb"
 
 
 def _has_gpu_rows(results: Path) -> bool:
@@ -38,33 +57,76 @@ OPTIONAL: dict[str, Callable[[Path], bool]] = {"F6_gpu": _has_gpu_rows, "F1_spee
                                                 "F7_autotune": _has_autotune_rows}
 
 
-def execute_notebook(path: Path, results: Path, timeout_s: int = 600) -> None:
+def to_notebook(source: Path) -> Any:
+    """The notebook of a jupytext percent-format source, with stable cell ids."""
+    import jupytext
+    nb = jupytext.read(source, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{source.stem}-{i}"  # stable ids: re-executing gives identical files
+    return nb
+
+
+# the kernel's name for a cell's code in tracebacks and warnings: /tmp/ipykernel_<pid>/<hash>.py
+_KERNEL_CELL_FILE = re.compile(r"/\S*?/ipykernel_\d+/\d+\.py")
+
+
+def _machine_independent(nb: Any, repo: Path, results: Path) -> None:
+    """Outputs without this machine's paths: the results folder and the repository root become
+    relative names, the kernel's temporary cell file `<cell>`, so an executed copy is the same
+    wherever it was executed."""
+    res = results.resolve()
+
+    def clean(text: str) -> str:
+        if res != repo / "results":
+            text = text.replace(f"{res}/", "$STUDY_RESULTS/")
+        return _KERNEL_CELL_FILE.sub("<cell>", text.replace(f"{repo}/", ""))
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = clean(out["text"])
+            for mime, value in out.get("data", {}).items():
+                if mime.startswith("text/") and isinstance(value, str):
+                    out["data"][mime] = clean(value)
+            if "traceback" in out:
+                out["traceback"] = [clean(t) for t in out["traceback"]]
+
+
+def execute_notebook(source: Path, results: Path, timeout_s: int = 600) -> Path:
+    """Convert, execute (from the repository root) and write the executed copy; returns its path.
+    A notebook that fails leaves its previous executed copy in place."""
     import nbformat
     from nbclient import NotebookClient
-    nb = nbformat.read(path, as_version=4)
+    nb = to_notebook(source)
     os.environ["STUDY_RESULTS"] = str(results)
     os.environ.setdefault("MPLBACKEND", "Agg")
     from jupyter_client.manager import KernelManager
     km = KernelManager(kernel_name="python3", transport="ipc")  # local sockets, not TCP
-    NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent.parent)}}).execute()
+    NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(source.parent.parent)}}).execute()
+    _machine_independent(nb, source.resolve().parent.parent, results)
+    out = executed_path(source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, out)
+    return out
 
 
 def run_notebooks(results: Path) -> list[str]:
     failures = []
-    for nb in sorted(NOTEBOOK_DIR.glob("*.ipynb")):
-        pred = OPTIONAL.get(nb.stem)
+    for src in notebook_sources():
+        pred = OPTIONAL.get(src.stem)
         if pred is not None and not pred(results):
-            print(f"  skip {nb.name}: its data is not in {raw_dir(results)}")
+            print(f"  skip {src.name}: its data is not in {raw_dir(results)}")
             continue
         t0 = time.perf_counter()
         try:
-            execute_notebook(nb, results)
-            print(f"  ok   {nb.name} ({time.perf_counter() - t0:.1f}s)")
+            execute_notebook(src, results)
+            print(f"  ok   {src.name} ({time.perf_counter() - t0:.1f}s)")
         except Exception as e:  # noqa: BLE001 - every failure is listed, then the run fails
             msg = str(e).strip().splitlines()
-            print(f"  FAIL {nb.name}: {msg[-1] if msg else type(e).__name__}")
-            failures.append(nb.name)
+            print(f"  FAIL {src.name}: {msg[-1] if msg else type(e).__name__}")
+            failures.append(src.name)
     return failures
 
 
