@@ -1,0 +1,55 @@
+"""The notebook sources are jupytext percent-format scripts, and each has its executed copy.
+
+Cheap checks only: nothing here executes a notebook (`make reproduce` does)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from jupytext.formats import guess_format
+
+from study.reproduce import NOTEBOOK_DIR, executed_path, notebook_sources
+
+SOURCES = notebook_sources()
+
+
+def test_every_table_and_figure_has_a_source():
+    ids = sorted(p.stem.split("_", 1)[0] for p in SOURCES)
+    assert ids == sorted([f"F{i}" for i in range(1, 9)] + [f"T{i}" for i in range(1, 5)])
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_source_is_jupytext_percent(source: Path):
+    text = source.read_text()
+    assert guess_format(text, ".py")[0] == "percent", f"{source.name}: not in jupytext percent format"
+    nb = jupytext.reads(text, fmt="py:percent")
+    assert nb.metadata["jupytext"]["text_representation"]["format_name"] == "percent"
+    first, code = nb.cells[0], [c for c in nb.cells if c.cell_type == "code"]
+    assert first.cell_type == "markdown" and first.source.startswith(f"# {source.stem.split('_', 1)[0]}:"), \
+        f"{source.name}: the first cell must be the markdown that says what the notebook shows"
+    assert code, f"{source.name}: no code cells"
+    for i, cell in enumerate(code):
+        try:
+            ast.parse(cell.source)
+        except SyntaxError as e:
+            pytest.fail(f"{source.name}, code cell {i}: {e}")
+    # the script the notebook is made from is the script `python notebooks/<name>.py` runs
+    assert jupytext.writes(nb, fmt="py:percent") == text, f"{source.name}: does not round-trip through jupytext"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_executed_copy_exists(source: Path):
+    path = executed_path(source)
+    assert path.exists(), f"{path.relative_to(NOTEBOOK_DIR.parent)} is missing: run make reproduce"
+    nb = nbformat.read(path, as_version=4)
+    assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{path.name} has no outputs"
+
+
+def test_no_executed_copy_without_a_source():
+    stems = {p.stem for p in SOURCES}
+    orphans = [p.name for p in (NOTEBOOK_DIR / "executed").glob("*.ipynb") if p.stem not in stems]
+    assert not orphans, f"executed notebooks without a source in notebooks/: {orphans}"
+    assert not list(NOTEBOOK_DIR.glob("*.ipynb")), "notebooks/*.ipynb: the sources are the .py files"
