@@ -300,12 +300,12 @@ def versions_gpu() -> str:
 
 
 def measure_ceilings() -> dict[str, float]:
-    """METHOD.md's two numbers, measured once: a large device-to-device copy and a large bf16 GEMM."""
+    """The GPU's two ceilings, measured once: a large device-to-device copy and a large bf16 GEMM."""
     import triton.testing as tt
     out = {}
     x = torch.randn(1 << 28, device="cuda", dtype=torch.float32)  # 1 GiB
     y = torch.empty_like(x)
-    ms = tt.do_bench(lambda: y.copy_(x), warmup=25, rep=200, return_mode="median")
+    ms = tt.do_bench(lambda: y.copy_(x), warmup=25, rep=200, return_mode="median")  # noqa: F821 (del x, y after)
     out["copy_gbps"] = 2 * x.numel() * 4 / (ms * 1e-3) / 1e9
     del x, y
     n = 8192

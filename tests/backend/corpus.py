@@ -646,7 +646,7 @@ def assert_matches(case: Case, outs: dict, expected: dict, atol: float | None = 
         if exp.dtype.is_floating_point:
             tol = atol if atol is not None else (case.atol if case.atol is not None else tolerance(exp.dtype))
             torch.testing.assert_close(got.float(), exp.float(), rtol=tol, atol=tol, equal_nan=True,
-                                       msg=lambda m: f"{case.name}.{k}: {m}")
+                                       msg=lambda m, k=k: f"{case.name}.{k}: {m}")
         else:
             assert got.dtype == exp.dtype, f"{case.name}.{k}: dtype {got.dtype} != {exp.dtype}"
             if not torch.equal(got, exp):

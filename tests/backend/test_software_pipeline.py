@@ -141,7 +141,7 @@ def test_programs_sharing_one_memory_overlap_only_where_memory_allows():
     cycles = {}
     for overlap in (True, False):
         with trace_launches() as recs:
-            k = _big_copy[(128,)](x, y, N=n, pipeline_programs=overlap)
+            _big_copy[(128,)](x, y, N=n, pipeline_programs=overlap)
         torch.testing.assert_close(y, x * 2)
         cycles[overlap] = recs[0].cycles
         spans = [s for s in recs[0].timing.spans if s[0] == 0]
