@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 STAMP   := .venv/.installed
 JOBS    ?= $(shell nproc)
 
-.PHONY: test reproduce bench-compile bench-sim microbench gate clean-cache
+.PHONY: test lint reproduce bench-compile bench-sim microbench gate clean-cache
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -13,6 +13,9 @@ $(STAMP): requirements.txt pyproject.toml
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tests
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 reproduce: $(STAMP)
 	$(PY) -m study reproduce --workers $(JOBS)
