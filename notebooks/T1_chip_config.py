@@ -26,8 +26,8 @@
 # SRAM, local memory, and the 2048^3 BF16 GEMM) run through the functional simulator and priced
 # by the timing model, end to end (launch, DMA warm-up and drain included).
 #
-# Reads `results/raw/microbench_mtia2i.csv` (written by `make reproduce` or `make microbench`);
-# without it only the config table is written.
+# Reads `results/raw/microbench_mtia2i.csv` (written by `make reproduce`; `make microbench` prints
+# the same measurements); without it only the config table is written.
 #
 # How to read it: `ratio` = measured / published. Below 1 is what a real program achieves
 # against the datasheet peak; the anchor is ISCA'25's 2048^3 GEMM at more than 92% of peak. The
