@@ -1,10 +1,10 @@
 """Command line: list, run, gate, report, reproduce.
 
     python -m study list [--suite quick]
-    python -m study run --suite full [--workload gemm ...] [--chip mtia2i ...] [--workers N] [--repair]
+    python -m study run --suite full [--workload gemm ...] [--chip mtia2i ...] [--workers N] [--engine pool|ray] [--repair]
     python -m study gate [--update] [--fresh]
     python -m study report
-    python -m study reproduce [--skip-run]
+    python -m study reproduce [--skip-run] [--workers N] [--engine pool|ray]
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 
 from study.results import RESULTS_DIR, CorruptResultsError
+
+ENGINES = ("pool", "ray")  # study.runner.ENGINES, not imported here: the runner imports torch
 
 
 def _workloads() -> dict:
@@ -57,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         chips = list(args.chip)
         suite = dataclasses.replace(suite, chips=lambda: chips)
     s = run_suite(suite, _workloads(), Path(args.results), args.workers,
-                  only=set(args.workload) if args.workload else None, repair=args.repair)
+                  only=set(args.workload) if args.workload else None, repair=args.repair, engine=args.engine)
     _print_summary(s)
     return 1 if s.errors else 0
 
@@ -87,7 +89,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from study.reproduce import reproduce
-    return reproduce(Path(args.results), workers=args.workers, skip_run=args.skip_run)
+    return reproduce(Path(args.results), workers=args.workers, skip_run=args.skip_run, engine=args.engine)
+
+
+def _add_engine(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--engine", choices=ENGINES, default="pool",
+                    help="pool: forked processes on this machine (default); ray: Ray actors, on a local Ray "
+                         "or the cluster named by RAY_ADDRESS (needs the ray extra)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--workload", action="append", help="only this workload (repeatable)")
     sp.add_argument("--chip", action="append", help="override the suite's chips (repeatable)")
     sp.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores; 0: in-process)")
+    _add_engine(sp)
     sp.add_argument("--repair", action="store_true", help="drop a partial last line left by an interrupted write")
     sp.set_defaults(fn=cmd_run)
     sp = sub.add_parser("gate", parents=[common], help="quick suite vs results/expected.csv")
@@ -115,9 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     sp.set_defaults(fn=cmd_report)
     sp = sub.add_parser("reproduce", parents=[common], help="full study on the default chip, then every notebook")
     sp.add_argument("--workers", type=int, default=None)
+    _add_engine(sp)
     sp.add_argument("--skip-run", action="store_true", help="only execute the notebooks")
     sp.set_defaults(fn=cmd_reproduce)
     args = p.parse_args(argv)
+    if getattr(args, "engine", "pool") == "ray" and args.workers == 0:
+        p.error("--engine ray needs --workers >= 1 (--workers 0 runs in this process)")
     try:
         return args.fn(args)
     except CorruptResultsError as e:
@@ -125,4 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyError as e:
         print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        from study.runner import EngineError  # already imported when it raised one
+        if not isinstance(e, EngineError):
+            raise
+        print(f"error: {e}", file=sys.stderr)
         return 2

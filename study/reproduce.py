@@ -130,9 +130,11 @@ def run_notebooks(results: Path) -> list[str]:
     return failures
 
 
-def reproduce(results: Path, workers: int | None = None, skip_run: bool = False) -> int:
+def reproduce(results: Path, workers: int | None = None, skip_run: bool = False, engine: str = "pool") -> int:
+    import contextlib
+
     from study.registry import load_all
-    from study.runner import run_suite
+    from study.runner import ray_session, run_suite
     from study.suites import REPRODUCE_SUITES, get_suite
     t0 = time.perf_counter()
     status = 0
@@ -141,13 +143,15 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False)
         if not workloads:
             print("error: no workloads registered in study/workloads/", file=sys.stderr)
             return 1
-        for name in REPRODUCE_SUITES:
-            s = run_suite(get_suite(name), workloads, results, workers)
-            print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
-                  f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
-            for e in s.errors:
-                print(f"  error: {e}", file=sys.stderr)
-                status = 1
+        # one Ray for every suite (run_suite reuses an initialised Ray)
+        with ray_session(workers) if engine == "ray" else contextlib.nullcontext():
+            for name in REPRODUCE_SUITES:
+                s = run_suite(get_suite(name), workloads, results, workers, engine=engine)
+                print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
+                      f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
+                for e in s.errors:
+                    print(f"  error: {e}", file=sys.stderr)
+                    status = 1
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
         from backend.sim import microbench  # T1: the simulator's calibration against published peaks

@@ -1,20 +1,29 @@
 """Sweeps: run a suite's jobs in worker processes and append rows to results/raw/<suite>.csv.
 
-Workers are forked per (chip, compile-option set) group and configured before their first
-compile, so Triton's per-process kernel caches never mix chips or option sets. Each worker
-takes whole (workload, shape) jobs; only the parent writes, one atomic append per job. A
-sweep resumes: (impl, dtype) pairs whose rows already carry the current source fingerprint
-and the same key are skipped.
+Workers are started per (chip, compile-option set) group and configured before their first
+compile, so Triton's per-process kernel caches never mix chips or option sets: forked
+processes on this machine (engine "pool", the default) or Ray actors, locally or on a cluster
+(engine "ray"). Each worker takes whole (workload, shape) jobs and returns their rows; only
+the parent writes, one atomic append per job. A sweep resumes: (impl, dtype) pairs whose rows
+already carry the current source fingerprint and the same key are skipped.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import importlib
+import inspect
+import io
+import logging
 import multiprocessing
 import os
+import pickle
+import platform
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -149,11 +158,196 @@ class _Progress:
         sys.stderr.flush()
 
 
+# ----------------------------------------------------------------------------- engines
+# An engine runs one (chip, options) group's jobs in workers configured for that group and
+# yields (job, outcome) as jobs finish: outcome is (rows, skipped), the job's exception, or a
+# WorkerDied, after which the engine starts no further job of the group. Only run_suite writes.
+
+ENGINES = ("pool", "ray")
+RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install -r requirements-ray.txt)"
+
+
+class EngineError(RuntimeError):
+    """An engine cannot be used here (e.g. Ray is not installed)."""
+
+
+class WorkerDied(Exception):
+    """The worker running a job died; the job's rows, if any, are lost and not written."""
+
+
+Outcome = tuple[list[dict[str, Any]], int] | Exception
+
+
+def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
+                   workloads: dict[str, Workload]) -> Iterator[tuple[Job, Outcome]]:
+    _init_worker(chip, options, workloads)
+    for j in group:
+        yield j, run_job(j, base)  # an exception propagates: workers=0 is for debugging
+
+
+def _pool_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
+                 shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
+    ctx = multiprocessing.get_context("fork")
+    with cf.ProcessPoolExecutor(max_workers=min(n, len(group)), mp_context=ctx, initializer=_init_worker,
+                                initargs=(chip, options, shipped)) as pool:
+        futures = {pool.submit(run_job, j, base): j for j in group}
+        for fut in cf.as_completed(futures):
+            try:
+                out: Outcome = fut.result()
+            except cf.process.BrokenProcessPool as e:
+                yield futures[fut], WorkerDied(str(e))
+                return  # every other future of a broken pool fails too
+            except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
+                out = e
+            yield futures[fut], out
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise EngineError(f"--engine ray needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
+    return ray
+
+
+@contextlib.contextmanager
+def ray_session(workers: int | None = None) -> Iterator[Any]:
+    """Ray for the sweeps inside: an already initialised Ray is reused (and left running);
+    otherwise RAY_ADDRESS, when set, names the cluster to attach to, and without it a private
+    local Ray with `workers` CPUs is started (address="local": a plain ray.init() would also
+    attach to a `ray start` cluster it finds in /tmp/ray) and shut down at the end."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(log_to_driver=False, logging_level=logging.WARNING)
+    else:
+        # no dashboard, no worker output on the driver's terminal (it is in Ray's session logs
+        # under /tmp/ray); Ray's temp files stay in its own temp dir, out of the repo
+        ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                 log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _kernel_by_name(module: str, qualname: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _reduce_kernel(kernel: Any) -> tuple:
+    """Triton kernels hold locks and caches: they travel as their module-level name."""
+    fn = kernel
+    while not inspect.isfunction(fn):
+        fn = fn.fn
+    module, name = fn.__module__, fn.__qualname__
+    try:
+        found = _kernel_by_name(module, name)
+    except (ImportError, AttributeError):
+        found = None
+    if found is not kernel:
+        raise pickle.PicklingError(f"Triton kernel {module}.{name} cannot be sent to Ray workers: "
+                                   "define it at module level")
+    return _kernel_by_name, (module, name)
+
+
+def _dumps_workloads(workloads: dict[str, Workload]) -> bytes:
+    """Workloads for Ray workers: cloudpickle (impls may be lambdas or closures), with Triton
+    kernels by reference; a kernel's module must be importable in the workers."""
+    from ray import cloudpickle
+    from triton.runtime.jit import KernelInterface
+
+    class _Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, KernelInterface):
+                return _reduce_kernel(obj)
+            return super().reducer_override(obj)
+
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(workloads)
+    return buf.getvalue()
+
+
+class _RayWorker:
+    """One worker slot of a Ray sweep: a process of its own, configured like a pool worker."""
+
+    def __init__(self, chip: str, options: str, workloads: bytes | None, sys_path: list[str], sha: str):
+        if _WORKLOADS:
+            raise RuntimeError("a Ray worker process was reused; each must be configured once")
+        # a forked pool worker inherits the parent's sys.path; give a Ray worker the same
+        sys.path.extend(p for p in sys_path if p not in sys.path)
+        mine = provenance.source_fingerprint()
+        if mine != sha:
+            raise RuntimeError(f"worker on {platform.node()} runs source {mine}, the driver {sha}: "
+                               "every node needs the same checkout")
+        _init_worker(chip, options, pickle.loads(workloads) if workloads is not None else None)
+
+    def run_job(self, job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        return run_job(job, base)
+
+
+def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
+                shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
+    """One actor per worker slot, one job in flight per actor. Actors are not restarted and
+    their tasks not retried, so a job runs at most once; after a worker dies no new job is
+    started, the jobs in flight on the others are still collected."""
+    ray = _import_ray()
+    from ray.exceptions import RayActorError, RayTaskError
+    blob = ray.put(_dumps_workloads(shipped)) if shipped is not None else None
+    worker = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_RayWorker)
+    actors = [worker.remote(chip, options, blob, list(sys.path), base["git_sha"])
+              for _ in range(min(n, len(group)))]
+    todo, idle, running = list(reversed(group)), list(actors), {}
+    died = False
+    try:
+        while running or (todo and not died):
+            while idle and todo and not died:
+                actor, job = idle.pop(), todo.pop()
+                running[actor.run_job.remote(job, base)] = (job, actor)
+            [ref], _ = ray.wait(list(running), num_returns=1)
+            job, actor = running.pop(ref)
+            try:
+                out: Outcome = ray.get(ref)
+                idle.append(actor)
+            except RayActorError as e:
+                died = True
+                out = WorkerDied(_first_line(e))
+            except RayTaskError as e:
+                out = e.cause if isinstance(e.cause, Exception) else e
+                idle.append(actor)
+            yield job, out
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
+def _first_line(e: BaseException) -> str:
+    """The line of a Ray error that says why, not its traceback."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    why = next((ln for ln in reversed(lines) if not ln.startswith(("File ", "Traceback", "^"))), "")
+    return (why or type(e).__name__)[:300]
+
+
+# ----------------------------------------------------------------------------- the sweep
+
 def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None = None, workers: int | None = None,
-              only: set[str] | None = None, repair: bool = False, pass_workloads: bool = False) -> SweepSummary:
+              only: set[str] | None = None, repair: bool = False, pass_workloads: bool = False,
+              engine: str = "pool") -> SweepSummary:
     """Run (or resume) a suite. `workers=0` runs in this process (for debugging one job).
     `pass_workloads` hands `workloads` to the workers instead of re-importing the registry
-    (tests register their own)."""
+    (tests register their own). `engine` runs the workers: "pool" (forked processes on this
+    machine) or "ray" (Ray actors, locally or on the cluster named by RAY_ADDRESS)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine '{engine}'; known: {', '.join(ENGINES)}")
+    if engine == "ray":
+        if workers == 0:
+            raise ValueError("the ray engine needs at least one worker (workers=0 runs in this process)")
+        _import_ray()  # fail before any work when Ray is not installed
     t0 = time.perf_counter()
     path = raw_dir(results) / f"{suite.name}.csv"
     summary = SweepSummary(suite.name, path)
@@ -181,24 +375,28 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
         progress.step(f"{job.workload}/{job.shape} on {job.chip}" + (f" [{job.options}]" if job.options != "default" else ""))
 
     shipped = workloads if pass_workloads else None
-    for (chip, options), group in groups.items():
-        if n == 0:
-            _init_worker(chip, options, shipped or workloads)
-            for j in group:
-                record(j, *run_job(j, base))
-            continue
-        ctx = multiprocessing.get_context("fork")
-        with cf.ProcessPoolExecutor(max_workers=min(n, len(group)), mp_context=ctx, initializer=_init_worker,
-                                    initargs=(chip, options, shipped)) as pool:
-            futures = {pool.submit(run_job, j, base): j for j in group}
-            for fut in cf.as_completed(futures):
-                j = futures[fut]
-                try:
-                    record(j, *fut.result())
-                except cf.process.BrokenProcessPool as e:
-                    summary.errors.append(f"{j.workload}/{j.shape}: worker died ({e})")
-                    break
-                except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
-                    summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
+    with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext():
+        for (chip, options), group in groups.items():
+            if n == 0:
+                outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
+            else:
+                run = _ray_engine if engine == "ray" else _pool_engine
+                outcomes = run(chip, options, group, base, n, shipped)
+            finished = 0
+            with contextlib.closing(outcomes):
+                for j, out in outcomes:
+                    finished += 1
+                    if isinstance(out, WorkerDied):
+                        summary.errors.append(f"{j.workload}/{j.shape}: worker died ({out})")
+                    elif isinstance(out, Exception):
+                        summary.errors.append(f"{j.workload}/{j.shape}: {type(out).__name__}: {out}")
+                    else:
+                        try:
+                            record(j, *out)
+                        except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
+                            summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
+            if finished < len(group):
+                summary.errors.append(f"{len(group) - finished} jobs on {chip} [{options}] not run after a worker "
+                                      "died; run again to resume")
     summary.wall_s = time.perf_counter() - t0
     return summary
