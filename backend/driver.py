@@ -169,9 +169,21 @@ class MTIALauncher:
             exit_hook(launch_metadata)
 
 
+def _storage_tensor(a: Any) -> Any:
+    """The torch tensor behind a kernel argument. `triton.reinterpret(t, dtype)` passes a
+    TensorWrapper: Triton's specialiser already typed the kernel's pointer with the wrapper's
+    dtype (`*u32`, `*fp8e5`, ...), and the simulator reads global memory as bytes typed by each
+    instruction, so the launch only needs the underlying tensor's storage."""
+    from triton.runtime.jit import TensorWrapper
+    while isinstance(a, TensorWrapper):
+        a = a.base
+    return a
+
+
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute
     from backend.sim.timing import price_launch
+    args = [_storage_tensor(a) for a in args]
     for a in args:
         if isinstance(a, torch.Tensor) and a.device.type != "cpu":
             raise ValueError(f"kernel '{program.name}': tensor argument on device {a.device}; the simulated "
