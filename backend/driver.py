@@ -180,6 +180,16 @@ def _storage_tensor(a: Any) -> Any:
     return a
 
 
+def _int_register(param: dict, a: Any) -> Any:
+    """An integer argument as its register holds it: the bits of its type, read as signed (a
+    Python int of 2**63 or more is a u64 argument, whose type in the kernel is i64)."""
+    if param["kind"] != "int" or isinstance(a, bool) or not isinstance(a, int):
+        return a
+    from backend.sim.isa import INT_BITS, wrap_int
+    dtype = param.get("dtype", "i64")
+    return wrap_int(a, dtype) if dtype in INT_BITS and dtype != "i1" else a
+
+
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute
     from backend.sim.timing import price_launch
@@ -193,6 +203,7 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     for p, a in zip(program.params, args):
         if p["kind"] == "ptr" and not isinstance(a, torch.Tensor) and not (isinstance(a, int) and a != 0):
             raise TypeError(f"kernel '{program.name}': argument '{p['name']}' must be a tensor, got {type(a).__name__}")
+    args = [_int_register(p, a) for p, a in zip(program.params, args)]
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
     traces = execute(program, grid, args, record=DEVICE.timing, mode=DEVICE.mode)

@@ -48,7 +48,7 @@ def to_torch(a: np.ndarray, d: str) -> torch.Tensor:
     """A CPU tensor of dtype d holding the values of a (ints: the bit pattern; floats: rounded)."""
     if d in INTS:
         return torch.from_numpy(np.ascontiguousarray(a.astype(np_dtype(d)))).clone()
-    return torch.from_numpy(np.asarray(a, dtype=np.float64)).to(TORCH[d])
+    return torch.from_numpy(np.array(a, dtype=np.float64)).to(TORCH[d])  # a copy: never aliases a
 
 
 def to_numpy(t: torch.Tensor, d: str) -> np.ndarray:
@@ -65,8 +65,8 @@ def int_values(d: str, rng: np.random.Generator, n: int = N) -> np.ndarray:
         edge += [1 << (BITS[d] - 1), (1 << (BITS[d] - 1)) - 1, (1 << (BITS[d] - 1)) + 1]
     else:
         edge += [-1, -2, 7, -7]
-    body = rng.integers(info.min, info.max, size=n - len(edge), dtype=np_dtype(d), endpoint=True)
-    return np.concatenate([np.array(edge, dtype=np_dtype(d)), body])
+    body = rng.integers(info.min, info.max, size=max(n - len(edge), 0), dtype=np_dtype(d), endpoint=True)
+    return np.concatenate([np.array(edge, dtype=np_dtype(d)), body])[:n]
 
 
 def float_values(d: str, rng: np.random.Generator, n: int = N) -> np.ndarray:
@@ -219,11 +219,29 @@ def _binary_kernel(x_ptr, y_ptr, o_ptr, OP: tl.constexpr, N: tl.constexpr):
         r = tl.umulhi(x, y)
     elif OP == "scalar_add":  # a runtime scalar operand (broadcast), then a scalar-scalar op
         r = x + tl.load(y_ptr + 3)
-    elif OP == "scalar_ops":  # scalar registers only: the scalar engine's semantics
-        a = tl.load(x_ptr + 1)
-        b = tl.load(y_ptr + 1)
-        r = tl.zeros_like(x) + (a // b) + (a % b)
     tl.store(o_ptr + i, r)
+
+
+@triton.jit
+def _scalar_binary_kernel(x_ptr, y_ptr, o_ptr, HI: tl.constexpr):
+    """Integer ops on scalar registers (the scalar engine), one result per slot."""
+    a = tl.load(x_ptr)
+    b = tl.load(y_ptr)
+    sh = tl.load(y_ptr + 1)
+    tl.store(o_ptr + 0, a + b)
+    tl.store(o_ptr + 1, a - b)
+    tl.store(o_ptr + 2, a * b)
+    tl.store(o_ptr + 3, a // b)
+    tl.store(o_ptr + 4, a % b)
+    tl.store(o_ptr + 5, a >> sh)
+    tl.store(o_ptr + 6, a << sh)
+    tl.store(o_ptr + 7, tl.maximum(a, b))
+    tl.store(o_ptr + 8, tl.minimum(a, b))
+    tl.store(o_ptr + 9, (a < b).to(o_ptr.dtype.element_ty))
+    tl.store(o_ptr + 10, (a >= b).to(o_ptr.dtype.element_ty))
+    tl.store(o_ptr + 11, -a)
+    if HI:
+        tl.store(o_ptr + 12, tl.umulhi(a, b))
 
 
 INT_OPS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "minimum",
@@ -249,7 +267,7 @@ def _binary_inputs(op: str, d: str) -> tuple[np.ndarray, np.ndarray]:
     if d in INTS:
         if op in ("shl", "shr"):
             y = (y.astype(np.uint64) % np.uint64(BITS[d])).astype(np_dtype(d))  # shifts below the width
-        if op in ("truediv", "floordiv", "mod", "scalar_ops"):
+        if op in ("truediv", "floordiv", "mod"):
             y = np.where(y == 0, np.array(3, np_dtype(d)), y)
             if d in SINTS:  # INT_MIN / -1 overflows (undefined)
                 y = np.where((x == np.iinfo(np_dtype(d)).min) & (y == -1), np.array(5, np_dtype(d)), y)
@@ -315,16 +333,28 @@ def test_float_binary(op, d):
     assert_same(run_binary(op, d, x, y), ref_binary(op, d, x, y), f"{d} {op}")
 
 
+def _scalar_pairs(d: str) -> list[tuple[int, int]]:
+    info = np.iinfo(np_dtype(d))
+    top = 1 << (BITS[d] - 1)
+    big = [(int(info.max), 3), (int(info.max) - 5, int(info.max) - 2), (top + 7, 5), (int(info.min), 7),
+           (int(info.min) + 3, -2 if d in SINTS else top + 1)]
+    return big + [(-7 if d in SINTS else 9, 2)]
+
+
 @pytest.mark.parametrize("d", INTS)
 def test_int_scalar_ops(d):
-    """Integer division and remainder of scalar registers (the scalar engine)."""
-    x, y = _binary_inputs("scalar_ops", d)
-    o = torch.zeros(N, dtype=TORCH[d])
-    _binary_kernel[(1,)](to_torch(x, d), to_torch(y, d), o, OP="scalar_ops", N=N)
-    a, b = int(x[1]), int(y[1])
-    q = _trunc_div(a, b) if d in SINTS else a // b
-    r = a - _trunc_div(a, b) * b if d in SINTS else a % b
-    assert_same(o.numpy(), wrap([q + r] * N, d), d)
+    bits, hi = BITS[d], BITS[d] >= 32
+    mask = (1 << bits) - 1
+    for a, b in _scalar_pairs(d):
+        a, b = wrap([a], d)[0].item(), wrap([b], d)[0].item()
+        sh = (a ^ b) % bits
+        o = torch.zeros(13, dtype=TORCH[d])
+        _scalar_binary_kernel[(1,)](to_torch(np.array([a], np_dtype(d)), d), to_torch(np.array([b, sh], np_dtype(d)), d),
+                                    o, HI=hi)
+        q = _trunc_div(a, b) if d in SINTS else a // b
+        want = [a + b, a - b, a * b, q, a - q * b, a >> sh, a << sh, max(a, b), min(a, b), int(a < b),
+                int(a >= b), -a, ((a & mask) * (b & mask)) >> bits if hi else 0]
+        assert_same(o.numpy(), wrap(want, d), f"{d} a={a} b={b}")
 
 
 @triton.jit
@@ -506,3 +536,385 @@ def test_scalar_cast(s, t):
     o = torch.zeros(1, dtype=TORCH[t])
     _scalar_cast_kernel[(1,)](to_torch(x, s), o)
     assert_same(to_numpy(o, t), ref_cast(s, t, x), f"{s}->{t}")
+
+
+# ============================================================================ reductions and scans
+
+RM, RN = 8, 16  # reductions: [RM, RN] tiles
+
+
+@triton.jit
+def _reduce_kernel(x_ptr, o_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)
+    x = tl.load(x_ptr + rows[:, None] * N + tl.arange(0, N)[None, :])
+    if OP == "sum":
+        tl.store(o_ptr + rows, tl.sum(x, axis=1))
+    elif OP == "max":
+        tl.store(o_ptr + rows, tl.max(x, axis=1))
+    elif OP == "min":
+        tl.store(o_ptr + rows, tl.min(x, axis=1))
+    elif OP == "argmax":
+        tl.store(o_ptr + rows, tl.argmax(x, axis=1))
+    elif OP == "argmin":
+        tl.store(o_ptr + rows, tl.argmin(x, axis=1))
+    elif OP == "sum0":  # along the other axis
+        tl.store(o_ptr + tl.arange(0, N), tl.sum(x, axis=0))
+    elif OP == "max_all":  # to a scalar
+        tl.store(o_ptr, tl.max(x))
+    elif OP == "cumsum":
+        tl.store(o_ptr + rows[:, None] * N + tl.arange(0, N)[None, :], tl.cumsum(x, axis=1))
+
+
+def _sum_dtype(d: str, scan: bool = False) -> str:
+    if d in SINTS and BITS[d] < 32:
+        return "int32"
+    if d in UINTS and BITS[d] < 32:
+        return "uint32"
+    if scan and d == "bfloat16":  # tl.cumsum promotes bf16 to f32
+        return "float32"
+    return d
+
+
+def _reduce_inputs(d: str) -> np.ndarray:
+    if d in INTS:
+        x = values(d, 11, RM * RN).reshape(RM, RN)
+        x[1, 9] = x[1].max()  # ties: argmax/argmin take the first
+        x[2, 11] = x[2].min()
+        return x
+    # floats: small integers, so that every order of summation is exact (fp8: |partial sums| <= 8)
+    rng = np.random.default_rng(11)
+    hi = 1 if d in FP8 else 8
+    x = rng.integers(-hi, hi, size=(RM, RN), endpoint=True).astype(np.float64)
+    if d in FP8:
+        x[:, RN // 2:] = -x[:, :RN // 2]
+    x[3, 4] = x[3].max()
+    return x
+
+
+def ref_reduce(op: str, d: str, x: np.ndarray) -> tuple[np.ndarray, str]:
+    if op in ("sum", "sum0", "cumsum"):
+        out = _sum_dtype(d, op == "cumsum")
+        xs = x if op != "sum0" else x.T
+        if d in INTS:
+            rows = [[int(v) for v in r] for r in xs]
+            if op == "cumsum":
+                return np.stack([wrap(np.cumsum(np.array(r, dtype=object)), out) for r in rows]), out
+            return wrap([sum(r) for r in rows], out), out
+        return (np.cumsum(xs, axis=1) if op == "cumsum" else xs.sum(axis=1)), out
+    if op in ("argmax", "argmin"):
+        return (x.argmax(axis=1) if op == "argmax" else x.argmin(axis=1)).astype(np.int32), "int32"
+    if op == "max_all":
+        return np.array([x.max()]), d
+    return (x.max(axis=1) if op == "max" else x.min(axis=1)), d
+
+
+REDUCE_OPS = ["sum", "max", "min", "argmax", "argmin", "sum0", "max_all", "cumsum"]
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("d", ALL)
+def test_reduce(op, d):
+    x = _reduce_inputs(d)
+    want, out = ref_reduce(op, d, x)
+    o = torch.zeros(want.size, dtype=TORCH[out])
+    _reduce_kernel[(1,)](to_torch(x.reshape(-1), d), o, OP=op, M=RM, N=RN)
+    assert_same(to_numpy(o, out), want.reshape(-1), f"{d} {op}")
+
+
+# ============================================================================ where / masks / other
+
+@triton.jit
+def _where_kernel(c_ptr, x_ptr, y_ptr, o_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    c = tl.load(c_ptr + i) != 0
+    x = tl.load(x_ptr + i)
+    y = tl.load(y_ptr + i)
+    tl.store(o_ptr + i, tl.where(c, x, y))
+    s = tl.load(y_ptr + 2)
+    tl.store(o_ptr + N + i, tl.where(c, x, s))  # a scalar branch
+    cs = tl.load(c_ptr + 1) != 0
+    tl.store(o_ptr + 2 * N + i, tl.where(cs, x, y))  # a scalar condition
+
+
+@pytest.mark.parametrize("d", ALL)
+def test_where(d):
+    c = (np.arange(N) % 3 == 0).astype(np.int8)
+    x, y = values(d, 12), values(d, 13)
+    o = torch.zeros(3 * N, dtype=TORCH[d])
+    _where_kernel[(1,)](torch.from_numpy(c), to_torch(x, d), to_torch(y, d), o, N=N)
+    want = np.concatenate([np.where(c != 0, x, y), np.where(c != 0, x, y[2]), x if c[1] else y])
+    assert_same(to_numpy(o, d), want, d)
+
+
+@triton.jit
+def _masked_kernel(x_ptr, idx_ptr, o_ptr, n, OTHER: tl.constexpr, GATHER: tl.constexpr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    if GATHER:
+        j = tl.load(idx_ptr + i)  # data-dependent offsets: index-driven DMA
+    else:
+        j = i
+    x = tl.load(x_ptr + j, mask=j < n, other=OTHER)
+    tl.store(o_ptr + i, x, mask=(i % 3) != 0)
+
+
+def _other_value(d: str):
+    if d in UINTS:
+        return 1 << (BITS[d] - 1)  # the top bit
+    if d in SINTS:
+        return -3
+    return -2.5
+
+
+@pytest.mark.parametrize("path", ["dma", "gather", "scalar"])
+@pytest.mark.parametrize("d", ALL)
+def test_masked_load_store(d, path):
+    x, sentinel = values(d, 14), values(d, 15)
+    perm = np.random.default_rng(16).permutation(N).astype(np.int32)
+    n = 45
+    o = to_torch(sentinel, d)
+    opts = dict(structured_dma=False, index_dma=False) if path == "scalar" else {}
+    _masked_kernel[(1,)](to_torch(x, d), torch.from_numpy(perm), o, n, OTHER=_other_value(d),
+                         GATHER=path != "dma", N=N, **opts)
+    j = perm if path != "dma" else np.arange(N)
+    other = np.array([_other_value(d)], dtype=np_dtype(d) if d in INTS else np.float64)
+    loaded = np.where(j < n, x[np.minimum(j, N - 1)], other[0])
+    want = np.where(np.arange(N) % 3 != 0, loaded, sentinel)
+    assert_same(to_numpy(o, d), want.astype(x.dtype), f"{d} {path}")
+
+
+# ============================================================================ atomics
+
+@triton.jit
+def _atomic_kernel(p_ptr, v_ptr, old_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    i = tl.arange(0, N)
+    v = tl.load(v_ptr + pid * N + i)
+    dst = p_ptr + (i % M)
+    if OP == "add":
+        old = tl.atomic_add(dst, v)
+    elif OP == "max":
+        old = tl.atomic_max(dst, v)
+    elif OP == "min":
+        old = tl.atomic_min(dst, v)
+    elif OP == "xchg":
+        old = tl.atomic_xchg(dst, v)
+    elif OP == "and":
+        old = tl.atomic_and(dst, v)
+    elif OP == "or":
+        old = tl.atomic_or(dst, v)
+    elif OP == "xor":
+        old = tl.atomic_xor(dst, v)
+    elif OP == "cas":  # swap in v where memory holds what this element expects (its own value's twin)
+        old = tl.atomic_cas(dst, tl.load(v_ptr + ((pid * N + i) ^ 1)), v)
+    tl.store(old_ptr + pid * N + i, old)
+
+
+ATOMIC_DTYPES = {  # the element types Triton accepts for each atomic
+    "add": ["int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"],
+    "max": ["int32", "uint32", "int64", "uint64", "float32", "float64"],
+    "min": ["int32", "uint32", "int64", "uint64", "float32", "float64"],
+    "xchg": ["int32", "uint32", "int64", "uint64", "float32", "float64"],
+    "and": ["int32", "uint32", "int64", "uint64"],
+    "or": ["int32", "uint32", "int64", "uint64"],
+    "xor": ["int32", "uint32", "int64", "uint64"],
+}
+ATOMIC_CASES = [(op, d) for op, ds in ATOMIC_DTYPES.items() for d in ds]
+
+
+def _atomic_values(op: str, d: str, n: int) -> np.ndarray:
+    if d in INTS:
+        return values(d, 17, n)
+    rng = np.random.default_rng(17)
+    if op == "add":  # small integers: exact whatever the order
+        return rng.integers(-8, 8, size=n, endpoint=True).astype(np.float64)
+    v = rng.uniform(-100, 100, size=n)
+    v[::7] = -0.0
+    return to_numpy(to_torch(v, d), d)
+
+
+def _atomic_apply(op: str, d: str, cur, v):
+    if op == "add":
+        return int(cur) + int(v) if d in INTS else cur + v
+    if op == "max":
+        return max(cur, v)
+    if op == "min":
+        return min(cur, v)
+    return {"and": lambda p, q: int(p) & int(q), "or": lambda p, q: int(p) | int(q),
+            "xor": lambda p, q: int(p) ^ int(q)}[op](cur, v)
+
+
+@pytest.mark.parametrize("op,d", ATOMIC_CASES, ids=[f"{op}-{d}" for op, d in ATOMIC_CASES])
+def test_atomic_unique_addresses(op, d):
+    """One program, distinct addresses: each old value is the initial one."""
+    init, v = _atomic_values(op, d, N), _atomic_values(op, d, 2 * N)[N:]
+    p, old = to_torch(init, d), torch.zeros(N, dtype=TORCH[d])
+    _atomic_kernel[(1,)](p, to_torch(v, d), old, OP=op, M=N, N=N)
+    assert_same(to_numpy(old, d), init, f"{op} {d} old")
+    if op == "xchg":
+        want = v
+    else:
+        want = [_atomic_apply(op, d, a, b) for a, b in zip(init.tolist(), v.tolist())]
+        want = wrap(want, d) if d in INTS else np.array(want, dtype=np.float64)
+    got = to_numpy(p, d)
+    if op in ("max", "min") and d in FLOATS:  # max(-0.0, 0.0) may be either zero
+        got, want = np.where(got == 0, 0.0, got), np.where(np.asarray(want) == 0, 0.0, want)
+    assert_same(got, np.asarray(want), f"{op} {d}")
+
+
+@pytest.mark.parametrize("op,d", ATOMIC_CASES, ids=[f"{op}-{d}" for op, d in ATOMIC_CASES])
+def test_atomic_contended(op, d):
+    """Four programs, every address updated by eight elements: the final value is the same in
+    any order (xchg: the old values and the final one are the initial one and the written ones)."""
+    progs, m = 4, 8
+    init, v = _atomic_values(op, d, m), _atomic_values(op, d, progs * N + m)[m:]
+    p, old = to_torch(init, d), torch.zeros(progs * N, dtype=TORCH[d])
+    _atomic_kernel[(progs,)](p, to_torch(v, d), old, OP=op, M=m, N=N)
+    got, olds = to_numpy(p, d), to_numpy(old, d)
+    addr = np.arange(progs * N) % N % m
+    for a in range(m):
+        vs = v[addr == a]
+        if op == "xchg":
+            assert sorted(np.append(olds[addr == a], got[a]).tolist()) == sorted(np.append(vs, init[a]).tolist())
+            continue
+        acc = init[a].item()
+        for w in vs.tolist():
+            acc = _atomic_apply(op, d, acc, w)
+        want = wrap([acc], d)[0] if d in INTS else acc
+        assert got[a] == want or (want == 0 and got[a] == 0), (op, d, a, got[a], want)
+
+
+CAS_DTYPES = ["int16", "uint16", "float16", "bfloat16", "int32", "uint32", "float32", "int64", "uint64", "float64"]
+
+
+@pytest.mark.parametrize("d", CAS_DTYPES)
+def test_atomic_cas_tile(d):
+    """Element k compares with v[k ^ 1]: the even half of memory holds what it expects."""
+    v = values(d, 18, N)
+    if d not in INTS:
+        v[4], v[5] = -0.0, 0.0  # bitwise compare: -0.0 is not 0.0
+    init = v.copy()
+    init[0::2] = v[1::2]  # memory at even k holds v[k ^ 1]: those swap
+    if d not in INTS:
+        init[4] = 0.0
+    p, old = to_torch(init, d), torch.zeros(N, dtype=TORCH[d])
+    _atomic_kernel[(1,)](p, to_torch(v, d), old, OP="cas", M=N, N=N)
+    bits = lambda a: to_torch(a, d).view(torch.uint8).numpy().reshape(N, -1)  # noqa: E731
+    swapped = np.all(bits(init) == bits(v[np.arange(N) ^ 1]), axis=1)
+    assert swapped[0::2].sum() >= N // 2 - 1
+    assert np.array_equal(old.view(torch.uint8).numpy().reshape(N, -1), bits(init))
+    want = np.where(swapped[:, None], bits(v), bits(init))
+    assert np.array_equal(p.view(torch.uint8).numpy().reshape(N, -1), want)
+
+
+@triton.jit
+def _spin_lock_kernel(lock_ptr, count_ptr, log_ptr):
+    pid = tl.program_id(0)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    c = tl.load(count_ptr)
+    tl.store(log_ptr + pid, c)
+    tl.store(count_ptr, c + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_spin_lock():
+    lock, count, log = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), torch.full((6,), -1)
+    _spin_lock_kernel[(6,)](lock, count, log.to(torch.int32))  # warm: the lock is released
+    log = torch.full((6,), -1, dtype=torch.int32)
+    _spin_lock_kernel[(6,)](lock, count, log)
+    assert int(lock) == 0 and int(count) == 12
+    assert sorted(log.tolist()) == list(range(6, 12))
+
+
+@triton.jit
+def _scalar_cas_kernel(p_ptr, o_ptr, cmp, val):
+    ty = p_ptr.dtype.element_ty  # atomic_cas takes cmp and val of the pointee's type
+    old = tl.atomic_cas(p_ptr + 1, cmp.to(ty), val.to(ty))
+    tl.store(o_ptr, old)
+    old2 = tl.atomic_cas(p_ptr + 1, val.to(ty), old + 1)  # a value read back from a CAS
+    tl.store(o_ptr + 1, old2)
+
+
+@pytest.mark.parametrize("d", ["int32", "uint32", "int64", "uint64"])
+def test_atomic_cas_scalar(d):
+    top = (1 << (BITS[d] - 1)) if d in UINTS else -5
+    p = to_torch(np.array([7, top, 9], np_dtype(d)), d)
+    o = torch.zeros(2, dtype=TORCH[d])
+    _scalar_cas_kernel[(1,)](p, o, top, 11)
+    assert_same(to_numpy(o, d), wrap([top, 11], d))
+    assert_same(to_numpy(p, d), wrap([7, top + 1, 9], d))
+
+
+# ============================================================================ control flow
+
+@triton.jit
+def _loop_kernel(x_ptr, o_ptr, K, MODE: tl.constexpr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    acc = tl.zeros((N,), dtype=o_ptr.dtype.element_ty)
+    if MODE == "for":
+        for k in range(K):
+            acc += tl.load(x_ptr + k * N + i)
+    elif MODE == "static":
+        for k in tl.static_range(4):
+            acc += tl.load(x_ptr + k * N + i)
+    elif MODE == "while":
+        k = 0
+        while k < K:
+            acc += tl.load(x_ptr + k * N + i)
+            k += 1
+    elif MODE == "scalar":  # a scalar loop-carried value, then broadcast
+        s = tl.load(x_ptr).to(o_ptr.dtype.element_ty) * 0
+        for k in range(K):
+            s += tl.load(x_ptr + k * N + 5)
+        acc += s
+    tl.store(o_ptr + i, acc)
+
+
+def _loop_values(d: str, k: int) -> np.ndarray:
+    if d in INTS:
+        return values(d, 19, k * N).reshape(k, N)
+    rng = np.random.default_rng(19)
+    return rng.integers(-2, 2, size=(k, N), endpoint=True).astype(np.float64)  # exact in any order
+
+
+@pytest.mark.parametrize("mode", ["for", "static", "while", "scalar"])
+@pytest.mark.parametrize("d", ALL)
+def test_loops(d, mode):
+    k = 4
+    x = _loop_values(d, k)
+    o = torch.zeros(N, dtype=TORCH[d])
+    _loop_kernel[(1,)](to_torch(x.reshape(-1), d), o, k, MODE=mode, N=N)
+    cols = x if mode != "scalar" else np.repeat(x[:, 5:6], N, axis=1)
+    if d in INTS:
+        want = wrap([sum(int(v) for v in col) for col in cols.T], d)
+    else:
+        want = cols.sum(axis=0)
+    assert_same(to_numpy(o, d), want, f"{d} {mode}")
+
+
+@triton.jit
+def _constexpr_branch_kernel(x_ptr, o_ptr, FLAG: tl.constexpr, SCALE: tl.constexpr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    if FLAG:
+        x = x * SCALE
+    else:
+        x = x + SCALE
+    if x_ptr.dtype.element_ty.is_int_unsigned():  # a branch on the argument's type
+        x = x >> 1
+    tl.store(o_ptr + i, x)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("d", INTS + FLOATS)
+def test_constexpr_branch(d, flag):
+    x = values(d, 20)
+    o = torch.zeros(N, dtype=TORCH[d])
+    _constexpr_branch_kernel[(1,)](to_torch(x, d), o, FLAG=flag, SCALE=3, N=N)
+    if d in INTS:
+        want = wrap([int(v) * 3 if flag else int(v) + 3 for v in x], d)
+        if d in UINTS:
+            want = want >> 1
+    else:
+        want = round_to(x * 3 if flag else x + 3, d)
+    assert_same(to_numpy(o, d), want, f"{d} {flag}")
