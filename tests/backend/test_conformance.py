@@ -790,17 +790,18 @@ CAS_DTYPES = ["int16", "uint16", "float16", "bfloat16", "int32", "uint32", "floa
 def test_atomic_cas_tile(d):
     """Element k compares with v[k ^ 1]: the even half of memory holds what it expects."""
     v = values(d, 18, N)
-    if d not in INTS:
-        v[4], v[5] = -0.0, 0.0  # bitwise compare: -0.0 is not 0.0
     init = v.copy()
     init[0::2] = v[1::2]  # memory at even k holds v[k ^ 1]: those swap
-    if d not in INTS:
-        init[4] = 0.0
+    if d not in INTS:  # the compare is bitwise: -0.0 is not 0.0, and NaN is NaN
+        v[4], v[5], init[4] = 1.0, -0.0, 0.0
+        v[6], v[7], init[6] = 2.0, np.nan, np.nan
     p, old = to_torch(init, d), torch.zeros(N, dtype=TORCH[d])
     _atomic_kernel[(1,)](p, to_torch(v, d), old, OP="cas", M=N, N=N)
     bits = lambda a: to_torch(a, d).view(torch.uint8).numpy().reshape(N, -1)  # noqa: E731
     swapped = np.all(bits(init) == bits(v[np.arange(N) ^ 1]), axis=1)
     assert swapped[0::2].sum() >= N // 2 - 1
+    if d not in INTS:
+        assert not swapped[4] and swapped[6]
     assert np.array_equal(old.view(torch.uint8).numpy().reshape(N, -1), bits(init))
     want = np.where(swapped[:, None], bits(v), bits(init))
     assert np.array_equal(p.view(torch.uint8).numpy().reshape(N, -1), want)
