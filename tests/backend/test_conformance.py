@@ -919,3 +919,25 @@ def test_constexpr_branch(d, flag):
     else:
         want = round_to(x * 3 if flag else x + 3, d)
     assert_same(to_numpy(o, d), want, f"{d} {flag}")
+
+
+# ============================================================================ compiled stages
+
+def test_asm_has_the_backend_stages():
+    from backend.compiler import STAGES
+    x = torch.zeros(N)
+    k = _copy_kernel[(1,)](x, x.clone(), N=N)
+    assert sorted(k.asm) == sorted(STAGES + ("source",))  # Triton also keeps the kernel's source
+    for stage in STAGES:
+        assert len(k.asm[stage]) > 0
+    with pytest.raises(KeyError, match="ttgir"):
+        k.asm["ttgir"]
+
+
+@xfail("Triton's AsmDict raises KeyError(\"Unknown key: 'ttgir'\") and gives a backend no hook to list "
+       "its stages (see backend/compiler.py)")
+def test_asm_gpu_stage_error_lists_backend_stages():
+    x = torch.zeros(N)
+    k = _copy_kernel[(1,)](x, x.clone(), N=N)
+    with pytest.raises(KeyError, match="mtiasm"):
+        k.asm["ttgir"]
