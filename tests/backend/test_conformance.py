@@ -941,3 +941,34 @@ def test_asm_gpu_stage_error_lists_backend_stages():
     k = _copy_kernel[(1,)](x, x.clone(), N=N)
     with pytest.raises(KeyError, match="mtiasm"):
         k.asm["ttgir"]
+
+
+# ============================================================================ immediate constants
+
+@triton.jit
+def _immediate_kernel(x_ptr, o_ptr, C: tl.constexpr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    tl.store(o_ptr + 0 * N + i, (x > C).to(x.dtype))
+    tl.store(o_ptr + 1 * N + i, x // C)
+    tl.store(o_ptr + 2 * N + i, x % C)
+    tl.store(o_ptr + 3 * N + i, tl.maximum(x, C))
+    tl.store(o_ptr + 4 * N + i, x + C)
+    tl.store(o_ptr + 5 * N + i, x ^ C)
+    s = tl.load(x_ptr + 9)
+    tl.store(o_ptr + 6 * N + i, tl.zeros_like(x) + s // C)  # scalar register and immediate
+
+
+@pytest.mark.parametrize("d", INTS)
+def test_immediate_constants(d):
+    """Constexpr operands (immediates) with the top bit set keep their unsigned meaning."""
+    c = (1 << (BITS[d] - 1)) + 3 if d in UINTS else -3
+    x = values(d, 21)
+    o = torch.zeros(7 * N, dtype=TORCH[d])
+    _immediate_kernel[(1,)](to_torch(x, d), o, C=c, N=N)
+    a = [int(v) for v in x]
+    div = (lambda p: p // c) if d in UINTS else (lambda p: _trunc_div(p, c))
+    want = [[int(p > c) for p in a], [div(p) for p in a], [p - div(p) * c for p in a], [max(p, c) for p in a],
+            [p + c for p in a], [p ^ c for p in a], [div(a[9])] * N]
+    for k, w in enumerate(want):
+        assert_same(o.numpy()[k * N:(k + 1) * N], wrap(w, d), f"{d} slot {k}")
