@@ -673,8 +673,10 @@ def _simd_cast(st: ExecState, ins: Instr):
 @instruction("simd.fma")
 def _simd_fma(st: ExecState, ins: Instr):
     dtype = ins.attrs["dtype"]
-    a, b, c = (as_tensor(st.v(ins.args[k]), dtype) for k in "abc")
+    a, b, c = (widen_fp8(as_tensor(st.v(ins.args[k]), dtype)) for k in "abc")
     out = torch.addcmul(c, a, b) if a.dtype == torch.float32 else (a.double() * b + c).to(a.dtype)
+    if out.dtype != TORCH_DTYPE[dtype]:
+        out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
     return {"elements": _numel(out), "dtype": dtype, "flops_per_element": 2}
 
@@ -682,10 +684,12 @@ def _simd_fma(st: ExecState, ins: Instr):
 @instruction("simd.clamp")
 def _simd_clamp(st: ExecState, ins: Instr):
     dtype = ins.attrs["dtype"]
-    x, lo, hi = (as_tensor(st.v(ins.args[k]), dtype) for k in ("x", "lo", "hi"))
+    x, lo, hi = (widen_fp8(as_tensor(st.v(ins.args[k]), dtype)) for k in ("x", "lo", "hi"))
     out = torch.minimum(torch.maximum(x, lo), hi)
     if ins.attrs.get("propagate_nan", False):
         out = torch.where(torch.isnan(x), x, out)
+    if out.dtype != TORCH_DTYPE[dtype]:
+        out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
     return _elementwise_cost(out, dtype)
 

@@ -1037,3 +1037,39 @@ def test_immediate_constants(d):
             [p + c for p in a], [p ^ c for p in a], [div(a[9])] * N]
     for k, w in enumerate(want):
         assert_same(o.numpy()[k * N:(k + 1) * N], wrap(w, d), f"{d} slot {k}")
+
+
+# ============================================================================ fused and ternary float ops
+
+@triton.jit
+def _ternary_kernel(x_ptr, y_ptr, z_ptr, o_ptr, OP: tl.constexpr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    y = tl.load(y_ptr + i)
+    z = tl.load(z_ptr + i)
+    if OP == "mul_add":  # contracted to an fma (enable_fp_fusion)
+        r = x * y + z
+    elif OP == "fma":
+        r = tl.fma(x, y, z)
+    elif OP == "clamp":
+        r = tl.clamp(x, tl.minimum(y, z), tl.maximum(y, z))
+    tl.store(o_ptr + i, r)
+
+
+def _ternary_values(d: str):
+    rng = np.random.default_rng(22)
+    # small integers: products and sums exact in every format, so fused and unfused agree
+    hi = 2 if d in FP8 else 3
+    return [rng.integers(-hi, hi, size=N, endpoint=True).astype(np.float64) for _ in range(3)]
+
+
+TERNARY_CASES = [(d, op) for d in FLOATS + FP8 for op in ["mul_add", "fma", "clamp"]]
+
+
+@pytest.mark.parametrize("d,op", TERNARY_CASES, ids=[f"{d}-{op}" for d, op in TERNARY_CASES])
+def test_float_ternary(d, op):
+    x, y, z = _ternary_values(d)
+    o = torch.zeros(N, dtype=TORCH[d])
+    _ternary_kernel[(1,)](to_torch(x, d), to_torch(y, d), to_torch(z, d), o, OP=op, N=N)
+    want = np.clip(x, np.minimum(y, z), np.maximum(y, z)) if op == "clamp" else x * y + z
+    assert_same(to_numpy(o, d), want, f"{d} {op}")
