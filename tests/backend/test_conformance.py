@@ -217,8 +217,16 @@ def _binary_kernel(x_ptr, y_ptr, o_ptr, OP: tl.constexpr, N: tl.constexpr):
         r = tl.maximum(x, y)
     elif OP == "umulhi":
         r = tl.umulhi(x, y)
-    elif OP == "scalar_add":  # a runtime scalar operand (broadcast), then a scalar-scalar op
-        r = x + tl.load(y_ptr + 3)
+    elif OP == "scalar_add":  # a tile and a runtime scalar operand (broadcast)
+        r = x + tl.load(y_ptr + 9)
+    elif OP == "scalar_floordiv":
+        r = x // tl.load(y_ptr + 9)
+    elif OP == "scalar_mod":
+        r = x % tl.load(y_ptr + 9)
+    elif OP == "scalar_shr":
+        r = x >> tl.load(y_ptr + 9)
+    elif OP == "scalar_maximum":
+        r = tl.maximum(x, tl.load(y_ptr + 9))
     tl.store(o_ptr + i, r)
 
 
@@ -245,7 +253,7 @@ def _scalar_binary_kernel(x_ptr, y_ptr, o_ptr, HI: tl.constexpr):
 
 
 INT_OPS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "minimum",
-           "maximum", "umulhi", "scalar_add"]
+           "maximum", "umulhi", "scalar_add", "scalar_floordiv", "scalar_mod", "scalar_shr", "scalar_maximum"]
 FLOAT_OPS = ["add", "sub", "mul", "truediv", "mod", "minimum", "maximum", "scalar_add"]
 
 
@@ -265,9 +273,9 @@ def _binary_result_dtype(op: str, d: str) -> str:
 def _binary_inputs(op: str, d: str) -> tuple[np.ndarray, np.ndarray]:
     x, y = values(d, 1), values(d, 2)
     if d in INTS:
-        if op in ("shl", "shr"):
+        if op in ("shl", "shr", "scalar_shr"):
             y = (y.astype(np.uint64) % np.uint64(BITS[d])).astype(np_dtype(d))  # shifts below the width
-        if op in ("truediv", "floordiv", "mod"):
+        if op in ("truediv", "floordiv", "mod", "scalar_floordiv", "scalar_mod"):
             y = np.where(y == 0, np.array(3, np_dtype(d)), y)
             if d in SINTS:  # INT_MIN / -1 overflows (undefined)
                 y = np.where((x == np.iinfo(np_dtype(d)).min) & (y == -1), np.array(5, np_dtype(d)), y)
@@ -281,9 +289,9 @@ def ref_binary(op: str, d: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         a, b = [int(v) for v in x], [int(v) for v in y]
         if op == "truediv":
             return (x.astype(np.float32) / y.astype(np.float32)).astype(np.float64)
-        if op == "scalar_add":
-            b = [b[3]] * len(a)
-            op = "add"
+        if op.startswith("scalar_"):
+            b = [b[9]] * len(a)
+            op = op[len("scalar_"):]
         f = {
             "add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q,
             "floordiv": _trunc_div if d in SINTS else (lambda p, q: p // q),
@@ -296,7 +304,7 @@ def ref_binary(op: str, d: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return wrap([f(p, q) for p, q in zip(a, b)], d)
     out = _binary_result_dtype(op, d)
     if op == "scalar_add":
-        y = np.full_like(y, y[3])
+        y = np.full_like(y, y[9])
         op = "add"
     if out == "float32" and d in ("float16", "bfloat16"):  # / and % of half types run in f32
         x, y, work = x.astype(np.float32), y.astype(np.float32), "float32"
