@@ -7,6 +7,12 @@
 - pe:      level 2, tiles placed in one PE's local memory, DMA multi-buffered in loops.
 - mtiasm:  level 3, engine-sized intrinsics (DMA, DPE, SIMD/SFU, RE, MLU, scalar), as text.
 - mtiabin: the same program serialised as JSON bytes: the binary the driver loads.
+
+`kernel.asm` holds exactly these stages (STAGES). GPU stages (ttgir, llir, ptx, cubin, amdgcn)
+do not exist here; `kernel.asm["ttgir"]` raises Triton's own KeyError("Unknown key: 'ttgir'").
+A clearer message would need a hook that Triton does not offer a backend: CompiledKernel builds
+its AsmDict (whose __missing__ knows only "sass") from the stage files alone, and no backend or
+driver method sees the CompiledKernel, so it is left to Triton rather than patched.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from backend.tile_ir import Function, print_function
 from backend.ttir_reader import read_module
 
 BACKEND_VERSION = "0.1.0"
+STAGES = ("ttir", "tile", "pe", "mtiasm", "mtiabin")  # the keys of kernel.asm
 MAX_RESIDENT_PROGRAMS = 4  # programs in flight on one PE (bounded by the engines' queue depth)
 
 

@@ -169,9 +169,31 @@ class MTIALauncher:
             exit_hook(launch_metadata)
 
 
+def _storage_tensor(a: Any) -> Any:
+    """The torch tensor behind a kernel argument. `triton.reinterpret(t, dtype)` passes a
+    TensorWrapper: Triton's specialiser already typed the kernel's pointer with the wrapper's
+    dtype (`*u32`, `*fp8e5`, ...), and the simulator reads global memory as bytes typed by each
+    instruction, so the launch only needs the underlying tensor's storage."""
+    from triton.runtime.jit import TensorWrapper
+    while isinstance(a, TensorWrapper):
+        a = a.base
+    return a
+
+
+def _int_register(param: dict, a: Any) -> Any:
+    """An integer argument as its register holds it: the bits of its type, read as signed (a
+    Python int of 2**63 or more is a u64 argument, whose type in the kernel is i64)."""
+    if param["kind"] != "int" or isinstance(a, bool) or not isinstance(a, int):
+        return a
+    from backend.sim.isa import INT_BITS, wrap_int
+    dtype = param.get("dtype", "i64")
+    return wrap_int(a, dtype) if dtype in INT_BITS and dtype != "i1" else a
+
+
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute
     from backend.sim.timing import price_launch
+    args = [_storage_tensor(a) for a in args]
     for a in args:
         if isinstance(a, torch.Tensor) and a.device.type != "cpu":
             raise ValueError(f"kernel '{program.name}': tensor argument on device {a.device}; the simulated "
@@ -181,6 +203,7 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     for p, a in zip(program.params, args):
         if p["kind"] == "ptr" and not isinstance(a, torch.Tensor) and not (isinstance(a, int) and a != 0):
             raise TypeError(f"kernel '{program.name}': argument '{p['name']}' must be a tensor, got {type(a).__name__}")
+    args = [_int_register(p, a) for p, a in zip(program.params, args)]
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
     traces = execute(program, grid, args, record=DEVICE.timing, mode=DEVICE.mode)

@@ -27,6 +27,14 @@ class CompileError(UnsupportedError):
     pass
 
 
+# what a user of an op with no rule can do instead (named in the compile error)
+UNSUPPORTED_HINTS = {
+    "tt.dot_scaled": "tl.dot_scaled: the DPE has no microscaling (MX) mode for block-scaled operands; "
+                     "dequantize them in the kernel (upcast, multiply by 2**(scale - 127) per 32-element "
+                     "group along K) and use tl.dot",
+}
+
+
 class Emitter:
     def __init__(self, kernel: str, options: object, fn: Function | None = None):
         self.kernel = kernel
@@ -103,7 +111,9 @@ class Emitter:
     def lower_op(self, op: Op) -> None:
         fn = RULES.get(op.name)
         if fn is None:
-            raise self.error(op, f"operation '{op.name}' is not supported by the MTIA backend")
+            hint = UNSUPPORTED_HINTS.get(op.name)
+            raise self.error(op, f"operation '{op.name}' is not supported by the MTIA backend"
+                             + (f" ({hint})" if hint else ""))
         fn(self, op)
 
     def tile(self, v: Value) -> bool:

@@ -40,6 +40,15 @@ def is_float(dtype: str) -> bool:
     return dtype.startswith(("f", "bf"))
 
 
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def widen_fp8(t: torch.Tensor) -> torch.Tensor:
+    """fp8 arithmetic runs in f32 and is rounded back by the caller (torch has few fp8 kernels;
+    f32 holds every fp8 sum and product exactly, so the result is the correctly rounded one)."""
+    return t.float() if t.dtype in _FP8 else t
+
+
 def wrap_int(value: int, dtype: str) -> int:
     """Two's-complement wrap of a Python int to the width of `dtype` (i1 is 0/1)."""
     bits = INT_BITS[dtype]
@@ -205,7 +214,7 @@ def _int_div_trunc(a, b):
 def _as_unsigned(x: torch.Tensor) -> torch.Tensor:
     bits = x.element_size() * 8
     if bits >= 64:
-        return x  # i64 unsigned ops are approximated as signed (no u64 in torch)
+        return x  # no u64 in torch: callers of 64-bit unsigned ops go through _on_u64 or the sign flip
     return x.to(torch.int64) & ((1 << bits) - 1)
 
 
@@ -255,13 +264,48 @@ def _srem(a, b):
 
 def _umulhi(a, b):
     bits = a.element_size() * 8
+    if bits >= 64:
+        return _on_u64(_umulhi_u64, a, b)
     return ((_as_unsigned(a) * _as_unsigned(b)) >> bits).to(a.dtype)
+
+
+def _on_u64(fn, *xs: Any) -> torch.Tensor:
+    """fn on the unsigned 64-bit reading of i64 tensors, through numpy's uint64 (exact: torch
+    has no u64 arithmetic). The result's bits come back as i64 (bools stay bools)."""
+    import numpy as np
+    arrs = [np.asarray(torch.as_tensor(x).to(torch.int64).numpy()).view(np.uint64) for x in xs]
+    with np.errstate(all="ignore"):
+        r = np.asarray(fn(*arrs))
+    if r.dtype == np.bool_:
+        return torch.from_numpy(r.copy())
+    return torch.from_numpy(np.ascontiguousarray(r.astype(np.uint64)).view(np.int64))
+
+
+def _umulhi_u64(a, b):
+    """High 64 bits of the 128-bit product of two uint64 arrays, from 32-bit halves."""
+    import numpy as np
+    m, s = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah, bl, bh = a & m, a >> s, b & m, b >> s
+    lo_lo, hi_lo, lo_hi, hi_hi = al * bl, ah * bl, al * bh, ah * bh
+    cross = (lo_lo >> s) + (hi_lo & m) + lo_hi  # < 2**64: no wrap
+    return hi_hi + (hi_lo >> s) + (cross >> s)
+
+
+def _udiv(a, b):
+    if a.element_size() == 8 and not a.dtype.is_floating_point:
+        return _on_u64(lambda x, y: x // y, a, b)
+    return torch.div(_as_unsigned(a), _as_unsigned(b), rounding_mode="floor").to(a.dtype)
+
+
+def _urem(a, b):
+    if a.element_size() == 8 and not a.dtype.is_floating_point:
+        return _on_u64(lambda x, y: x % y, a, b)
+    return torch.remainder(_as_unsigned(a), _as_unsigned(b)).to(a.dtype)
 
 
 BINARY: dict[str, Callable] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "sdiv": _int_div_trunc, "udiv": _unsigned_op(lambda a, b: torch.div(a, b, rounding_mode="floor")),
-    "srem": _srem, "urem": _unsigned_op(torch.remainder), "frem": torch.fmod,
+    "sdiv": _int_div_trunc, "udiv": _udiv, "srem": _srem, "urem": _urem, "frem": torch.fmod,
     "fmin": _fmin, "fmax": _fmax, "fminnum": torch.fmin, "fmaxnum": torch.fmax,
     "smin": torch.minimum, "smax": torch.maximum,
     "umin": _unsigned_op(torch.minimum, True), "umax": _unsigned_op(torch.maximum, True),
@@ -346,6 +390,12 @@ def cast_tensor(x: torch.Tensor, kind: str, to: str, src_dtype: str) -> torch.Te
     if kind in ("extui", "uitofp"):
         if src_dtype == "i1":
             x = x.to(torch.int64)
+        elif kind == "uitofp" and INT_BITS.get(src_dtype) == 64:
+            # u64 -> float: numpy's correctly rounded u64 -> f64, then to the target (exact:
+            # f64 carries more than 2p+2 bits of every narrower format, so no double rounding)
+            import numpy as np
+            f = x.to(torch.int64).numpy().view(np.uint64).astype(np.float64)
+            return torch.from_numpy(np.ascontiguousarray(f)).to(tdt)
         else:
             x = _as_unsigned(x)
         return x.to(tdt)
@@ -357,6 +407,16 @@ def cast_tensor(x: torch.Tensor, kind: str, to: str, src_dtype: str) -> torch.Te
         bits = INT_BITS[to]
         u = x.to(torch.int64) & ((1 << bits) - 1)
         return torch.where(u >= (1 << (bits - 1)), u - (1 << bits), u).to(tdt)
+    if kind == "fptoui" and to != "i1":
+        # defined for 0 <= x < 2**bits: the integer's bits (the upper half of the range does not
+        # fit the signed type the register holds)
+        t = torch.trunc(x.to(torch.float64))
+        if INT_BITS[to] == 64:
+            import numpy as np
+            u = np.nan_to_num(t.numpy(), nan=0.0, posinf=0.0, neginf=0.0)
+            u = np.where((u >= 0) & (u < 2.0 ** 64), u, 0.0).astype(np.uint64).view(np.int64)
+            return torch.from_numpy(np.ascontiguousarray(u))
+        return cast_tensor(t.to(torch.int64), "trunci", to, "i64")
     if kind in ("fptosi", "fptoui"):
         return torch.trunc(x.to(torch.float64)).to(tdt) if to != "i1" else (x != 0)
     return x.to(tdt)
@@ -456,7 +516,7 @@ def _sbinary(st: ExecState, ins: Instr):
 def _sunary(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     dtype = ins.attrs["dtype"]
-    t = UNARY[ins.attrs["fn"]](as_tensor(a, dtype))
+    t = UNARY[ins.attrs["fn"]](widen_fp8(as_tensor(a, dtype)))
     st.r[ins.dst[0]] = coerce_scalar(t.item(), ins.attrs.get("out_dtype", dtype))
 
 
@@ -468,7 +528,7 @@ def _scmp(st: ExecState, ins: Instr):
         st.r[ins.dst[0]] = {"eq": a == b, "ne": a != b, "slt": a < b, "sle": a <= b,
                             "sgt": a > b, "sge": a >= b}[pred]
         return
-    r = CMP[pred](as_tensor(a, dtype), as_tensor(b, dtype))
+    r = CMP[pred](widen_fp8(as_tensor(a, dtype)), widen_fp8(as_tensor(b, dtype)))
     st.r[ins.dst[0]] = bool(r.item())
 
 
@@ -530,7 +590,7 @@ def _tile_binary(st: ExecState, ins: Instr):
     b = as_tensor(st.v(ins.args["b"]), dtype)
     if fn in ("sdiv", "srem", "udiv", "urem") and not is_float(dtype) and bool((b == 0).any()):
         raise SimulationError(st.kernel, ins.loc, f"integer division by zero in {fn}")
-    out = BINARY[fn](a, b)
+    out = BINARY[fn](widen_fp8(a), widen_fp8(b))
     tdt = TORCH_DTYPE[dtype]
     if out.dtype != tdt:
         out = out.to(tdt)
@@ -554,7 +614,7 @@ def _tile_unary(st: ExecState, ins: Instr):
     dtype = ins.attrs["dtype"]
     a = as_tensor(st.v(ins.args["a"]), dtype)
     fn = ins.attrs["fn"]
-    if a.dtype in (torch.float16, torch.bfloat16) and fn in SFU_FUNCTIONS:
+    if a.dtype in (torch.float16, torch.bfloat16) and fn in SFU_FUNCTIONS or a.dtype in _FP8:
         out = UNARY[fn](a.float()).to(a.dtype)
     else:
         out = UNARY[fn](a)
@@ -581,7 +641,7 @@ def _simd_cmp(st: ExecState, ins: Instr):
     pred, dtype = ins.attrs["pred"], ins.attrs["dtype"]
     a = as_tensor(st.v(ins.args["a"]), dtype)
     b = as_tensor(st.v(ins.args["b"]), dtype)
-    out = CMP[pred](a, b)
+    out = CMP[pred](widen_fp8(a), widen_fp8(b))
     if out.dtype != torch.bool:
         out = out.to(torch.bool)
     st.r[ins.dst[0]] = out
@@ -613,8 +673,10 @@ def _simd_cast(st: ExecState, ins: Instr):
 @instruction("simd.fma")
 def _simd_fma(st: ExecState, ins: Instr):
     dtype = ins.attrs["dtype"]
-    a, b, c = (as_tensor(st.v(ins.args[k]), dtype) for k in "abc")
+    a, b, c = (widen_fp8(as_tensor(st.v(ins.args[k]), dtype)) for k in "abc")
     out = torch.addcmul(c, a, b) if a.dtype == torch.float32 else (a.double() * b + c).to(a.dtype)
+    if out.dtype != TORCH_DTYPE[dtype]:
+        out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
     return {"elements": _numel(out), "dtype": dtype, "flops_per_element": 2}
 
@@ -622,10 +684,12 @@ def _simd_fma(st: ExecState, ins: Instr):
 @instruction("simd.clamp")
 def _simd_clamp(st: ExecState, ins: Instr):
     dtype = ins.attrs["dtype"]
-    x, lo, hi = (as_tensor(st.v(ins.args[k]), dtype) for k in ("x", "lo", "hi"))
+    x, lo, hi = (widen_fp8(as_tensor(st.v(ins.args[k]), dtype)) for k in ("x", "lo", "hi"))
     out = torch.minimum(torch.maximum(x, lo), hi)
     if ins.attrs.get("propagate_nan", False):
         out = torch.where(torch.isnan(x), x, out)
+    if out.dtype != TORCH_DTYPE[dtype]:
+        out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
     return _elementwise_cost(out, dtype)
 
@@ -747,6 +811,8 @@ def _simd_matmul(st: ExecState, ins: Instr):
 # --- reduction engine
 
 def _reduce_builtin(x: torch.Tensor, kind: str, axis: int) -> torch.Tensor:
+    if x.dtype in _FP8:
+        return _reduce_builtin(x.float(), kind, axis).to(x.dtype)
     if kind == "sum":
         acc_dt = x.dtype if x.dtype.is_floating_point or x.dtype == torch.int64 else torch.int64
         # a sum of booleans is a count (i32, as Triton promotes it)
@@ -845,7 +911,7 @@ def _re_scan(st: ExecState, ins: Instr):
     if kind == "sum":
         x = srcs[0].flip(axis) if reverse else srcs[0]
         acc = x.dtype if x.dtype.is_floating_point else torch.int64
-        out = torch.cumsum(x, dim=axis, dtype=acc).to(x.dtype)
+        out = torch.cumsum(widen_fp8(x), dim=axis, dtype=torch.float32 if x.dtype in _FP8 else acc).to(x.dtype)
         outs = [out.flip(axis) if reverse else out]
     else:
         from backend.sim.executor import run_block

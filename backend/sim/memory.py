@@ -412,8 +412,8 @@ class GlobalMemory:
                 cur = mem[e].clone()
                 old[i] = cur
                 v = value[i]
-                if kind == "cas":
-                    new = v if bool(cur == cmp[i]) else cur
+                if kind == "cas":  # compares bits, as the hardware does (-0.0 is not 0.0, NaN is NaN)
+                    new = v if _same_bits(cur, cmp[i]) else cur
                 elif kind in ("add", "fadd"):
                     new = cur + v
                 elif kind in ("max", "umax"):
@@ -436,6 +436,16 @@ class GlobalMemory:
             st.r[ins.dst[0]] = res.item() if scalar else res
         n = int(active.numel())
         return {"bytes": 2 * n * ITEMSIZE[dtype], "elements": n, "atomics": n}
+
+
+_BITS_OF = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if not a.dtype.is_floating_point:
+        return bool(a == b)
+    ib = _BITS_OF[a.element_size()]
+    return bool(a.reshape(1).view(ib) == b.reshape(1).view(ib))
 
 
 def _umax(a, b):

@@ -43,6 +43,33 @@ def test_unsupported_op_names_op_and_line():
     assert f"{HERE}:{line_of(inline_asm_kernel, 'inline_asm_elementwise')}:" in msg
 
 
+@triton.jit
+def dot_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3")
+    tl.store(o_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def test_dot_scaled_is_a_compile_error_naming_op_kernel_and_line():
+    m = n = 16
+    k = 64
+    a, b = torch.ones(m, k).to(torch.float8_e4m3fn), torch.ones(k, n).to(torch.float8_e4m3fn)
+    sa, sb = torch.full((m, k // 32), 127, dtype=torch.uint8), torch.full((n, k // 32), 127, dtype=torch.uint8)
+    out = torch.full((m, n), -1.0)
+    with pytest.raises(UnsupportedError) as ei:
+        dot_scaled_kernel[(1,)](a, sa, b, sb, out, M=m, N=n, K=k)
+    msg = str(ei.value)
+    assert "'tt.dot_scaled'" in msg and "tl.dot_scaled" in msg and "not supported" in msg
+    assert "dot_scaled_kernel" in msg
+    assert f"{HERE}:{line_of(dot_scaled_kernel, 'tl.dot_scaled(')}:" in msg
+    assert "tl.dot" in msg.split("not supported", 1)[1]  # says what to use instead
+    assert bool((out == -1.0).all())
+
+
 @triton.jit(noinline=True)
 def _noinline_helper(x):
     return x * 2
