@@ -3,6 +3,8 @@ PY      := .venv/bin/python
 STAMP   := .venv/.installed
 JOBS    ?= $(shell nproc)
 
+RAY_STAMP := .venv/.installed-ray
+
 .PHONY: test lint reproduce bench-compile bench-sim microbench gate clean-cache
 
 $(STAMP): requirements.txt pyproject.toml
@@ -11,7 +13,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-test: $(STAMP)
+# The tests also cover the optional Ray engine, so they install the Ray extra on top.
+$(RAY_STAMP): $(STAMP) requirements-ray.txt
+	$(PY) -m pip install -q -r requirements-ray.txt
+	touch $(RAY_STAMP)
+
+test: $(RAY_STAMP)
 	$(PY) -m pytest -n $(JOBS) tests
 
 lint: $(STAMP)
