@@ -13,23 +13,30 @@
 # ---
 
 # %% [markdown]
-# # F1: per-kernel speedup of Triton over the expert library
+# # F1: speedup of Triton over the expert library, over every study shape and dtype
 #
-# One bar per workload at its representative study shape (suite `full`, first dtype, default
-# compile options, the default chip mtia2i): the speedup of the plain Triton kernel over the
-# expert program written directly against the intrinsic set, time(expert) / time(Triton), for
-# correct Triton results only. `triton_ext` bars appear only if such rows exist (no workload has
-# one yet).
+# For each workload, one dot per (study shape, dtype): the speedup of the plain Triton kernel
+# over the expert program written directly against the intrinsic set, time(expert) /
+# time(Triton), for correct Triton results only (suite `full`: every declared study shape and
+# dtype, default compile options, the default chip mtia2i). The bar is the workload's geometric
+# mean over its dots; workloads are sorted by it. `triton_ext` dots and bars appear where such
+# rows exist.
 #
-# Reads `results/raw/full.csv` (suite `full`).
+# One panel per memory regime measured (column `regime`; rows without one are `cold`):
+# `cold` = every input comes from LPDDR, outputs stay in the on-chip SRAM while the launch's
+# footprint fits it; `resident` = inputs already in SRAM too (activations between layers);
+# `writeback` = inputs cold and outputs written back to LPDDR on the critical path. The regime
+# is part of every claim read from this figure: both sides are priced in the same regime.
 #
-# How to read it: log y axis; bars grow from 1x (parity): up, >1, means Triton is faster, down,
-# <1, slower. The dashed line is the geometric mean, the dotted line the 0.8x floor. The
-# printed fast_p is the share of kernels correct and at least p x the expert's speed. Anchors:
-# TMTIA ("competitive with expert C++"), ML-Triton (>95% of expert by geomean). Times are
-# simulated cycles of the timing model (`backend/sim/timing.py`), deterministic; see the
-# README's "Limits of the model" (no NoC contention, equal per-PE share of SRAM and LPDDR
-# bandwidth, assumed engine fixed costs).
+# Reads `results/raw/full.csv` and, when present, `results/raw/regimes.csv`.
+#
+# How to read it: log x axis; right of 1x Triton is faster, left slower. The dashed line is the
+# geometric mean over every dot of the panel, the dotted line the 0.8x floor. The table printed
+# below (and written to `results/tables/F1_speedup_by_workload.md`) gives each workload's
+# geomean, worst and best dot per regime, and fast_p (share of kernels correct and at least p x
+# the expert's speed). Anchors: TMTIA ("competitive with expert C++"), ML-Triton (>95% of expert
+# by geomean). Times are simulated cycles of the timing model (`backend/sim/timing.py`),
+# deterministic; its ASSUMPTION parameters are listed in the chip config and docs/study.md.
 #
 # Run it with `python notebooks/F1_speedup_vs_expert.py` from the repository root (in the
 # project's venv), or open it in Jupyter (jupytext); `make reproduce` executes it into
@@ -43,55 +50,84 @@ sys.path.insert(0, os.getcwd())  # this tree's packages first, as in a kernel st
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
-from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, save_figure, style, write_table
+from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, raw_exists, save_figure, style, write_table
 style()
 
 # %%
-df = need(load(["full"]), "the full suite")
+df = need(load(["full"] + (["regimes"] if raw_exists("regimes") else [])), "the full suite")
+if "regime" not in df.columns:
+    df["regime"] = "cold"
+df["regime"] = df["regime"].fillna("cold")
 df = df[(df.options == "default") & (df.config == "") & df.time_us.notna()]
-exp = df[df.impl == "expert"].set_index(["workload", "shape", "dtype", "chip"]).time_us
+key = ["workload", "shape", "dtype", "chip", "regime"]
+exp = df[df.impl == "expert"].set_index(key).time_us
 rows = []
 for impl in ["triton", "triton_ext"]:
-    d = df[(df.impl == impl) & df.correct].set_index(["workload", "shape", "dtype", "chip"])
+    d = df[(df.impl == impl) & df.correct].set_index(key)
     common = d.index.intersection(exp.index)
     s = (exp.loc[common] / d.loc[common].time_us).rename("speedup").reset_index()
     s["impl"] = impl
     rows.append(s)
 sp = need(pd.concat(rows), "triton/triton_ext rows with a matching expert row")
-one_shape = sp.groupby("workload")["shape"].nunique().max() == 1
-sp["kernel"] = sp.workload + " (" + sp.dtype + ")" if one_shape else sp.workload + " " + sp["shape"] + " " + sp.dtype
-order = sp[sp.impl == "triton"].sort_values("speedup").kernel.tolist() + sorted(set(sp.kernel) - set(sp[sp.impl == "triton"].kernel))
-fig, ax = plt.subplots(figsize=(max(6, 0.32 * len(order) + 2), 4.2))
+REGIME_ORDER = ["cold", "resident", "writeback"]
+regimes = [r for r in REGIME_ORDER if r in set(sp.regime)] + sorted(set(sp.regime) - set(REGIME_ORDER))
 impls = [i for i in ["triton", "triton_ext"] if i in set(sp.impl)]
-# bars grow from 1x (parity with the expert): up = Triton faster, down = slower
-x = np.arange(len(order))
-width = 0.8 / len(impls)
-for j, impl in enumerate(impls):
-    v = sp[sp.impl == impl].set_index("kernel").speedup.reindex(order).to_numpy()
-    ax.bar(x + (j - (len(impls) - 1) / 2) * width, v - 1.0, bottom=1.0, width=width, color=PALETTE[impl],
-           label=IMPL_LABELS[impl])
-ax.set_xticks(x, order)
-ax.set_xlim(-0.6, len(order) - 0.4)
-ax.set_yscale("log")
-lo, hi = min(sp.speedup.min(), 0.8) / 1.08, max(sp.speedup.max(), 1.0) * 1.08
-ax.set_ylim(lo, hi)
-ticks = [t for t in (0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0) if lo <= t <= hi]
-ax.set_yticks(ticks, [f"{t:g}x" for t in ticks]); ax.minorticks_off()
-ax.axhline(1.0, color="black", lw=1)
-ax.axhline(0.8, color="grey", lw=1, ls=":")
-ax.annotate("0.8x target floor", xy=(0.0, 0.8), xycoords=("axes fraction", "data"), xytext=(4, -10),
-            textcoords="offset points", color="grey", fontsize=8)
-for impl in impls:
-    g = geomean(sp[sp.impl == impl].speedup)
-    ax.axhline(g, color=PALETTE[impl], ls="--", lw=1.5)
-    ax.annotate(f"geomean {IMPL_LABELS[impl]}: {g:.2f}x", xy=(1.0, g), xycoords=("axes fraction", "data"),
-                xytext=(4, 0), textcoords="offset points", va="center", color=PALETTE[impl], fontsize=9)
-ax.set_xlabel("workload (dtype), at its representative study shape" if one_shape else "kernel (workload, shape, dtype)")
-ax.set_ylabel("speedup over expert (time expert / time impl, log)")
-ax.set_title("Triton vs expert library on the simulated MTIA 2i (correct results only; >1 = Triton faster)")
-ax.tick_params(axis="x", rotation=75, labelsize=7)
-ax.legend(loc="upper left")
+per_wl = (sp.groupby(["regime", "impl", "workload"]).speedup
+          .agg(points="count", geomean=geomean, worst="min", best="max").reset_index())
+first = per_wl[(per_wl.regime == regimes[0]) & (per_wl.impl == "triton")].sort_values("geomean")
+order = first.workload.tolist() + sorted(set(sp.workload) - set(first.workload))
+y = {w: i for i, w in enumerate(order)}
+
+fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes) + 2.2, 0.27 * len(order) + 1.6),
+                         sharey=True, squeeze=False)
+lo, hi = min(sp.speedup.min(), 0.8) / 1.15, max(sp.speedup.max(), 1.0) * 1.15
+ticks = [t for t in (0.1, 0.2, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0) if lo <= t <= hi]
+off = {impl: (j - (len(impls) - 1) / 2) * 0.36 for j, impl in enumerate(impls)}
+for ax, regime in zip(axes[0], regimes):
+    for impl in impls:
+        d = sp[(sp.regime == regime) & (sp.impl == impl)]
+        g = per_wl[(per_wl.regime == regime) & (per_wl.impl == impl)]
+        yy = np.array([y[w] for w in g.workload]) + off[impl]
+        ax.barh(yy, g.geomean - 1.0, left=1.0, height=0.34, color=PALETTE[impl], alpha=0.35, lw=0)
+        ax.scatter(d.speedup, np.array([y[w] for w in d.workload]) + off[impl], s=11, color=PALETTE[impl],
+                   edgecolor="white", lw=0.3, zorder=3, label=f"{IMPL_LABELS[impl]} (one dot per shape and dtype)")
+        gm = geomean(d.speedup)
+        ax.axvline(gm, color=PALETTE[impl], ls="--", lw=1.2)
+        ax.annotate(f"geomean {gm:.2f}x\n({len(d)} kernels)", xy=(gm, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, 2), textcoords="offset points", fontsize=7, color=PALETTE[impl], va="bottom")
+    ax.axvline(1.0, color="black", lw=1)
+    ax.axvline(0.8, color="grey", lw=1, ls=":")
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    ax.minorticks_off()
+    ax.set_title(f"regime: {regime}", fontsize=10, pad=22)
+    ax.set_xlabel("time expert / time Triton (log; >1 = Triton faster)")
+axes[0][0].set_yticks(range(len(order)), order, fontsize=8)
+axes[0][0].set_ylim(-0.7, len(order) - 0.3)
+handles, labels = axes[0][0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+fig.suptitle("Triton vs the expert library on the simulated MTIA 2i, every study shape and dtype "
+             "(correct results only; dotted: 0.8x)", fontsize=10)
+fig.tight_layout(rect=(0, 0.035, 1, 1))
 save_figure(fig, "F1_speedup_vs_expert")
-fast = {impl: {p: float((sp[sp.impl == impl].speedup >= p).mean()) for p in (0.5, 0.8, 1.0)} for impl in impls}
-print("fast_p (share of kernels correct and at least p x expert speed):", fast)
+
+# %%
+table = per_wl.pivot_table(index="workload", columns=["impl", "regime"], values=["geomean", "worst"])
+table.columns = [f"{impl} {regime} {stat}" for stat, impl, regime in table.columns]
+table = table[sorted(table.columns, key=lambda c: (c.split()[0], REGIME_ORDER.index(c.split()[1])
+                                                    if c.split()[1] in REGIME_ORDER else 9, c.split()[2]))]
+table = table.reindex(order).reset_index()
+summary = []
+for (regime, impl), d in sp.groupby(["regime", "impl"]):
+    w = per_wl[(per_wl.regime == regime) & (per_wl.impl == impl)].sort_values("geomean")
+    summary.append({"regime": regime, "impl": impl, "kernels": len(d), "workloads": len(w),
+                    "geomean": geomean(d.speedup), "worst kernel": f"{d.speedup.min():.2f}x",
+                    "worst workload (geomean)": f"{w.workload.iloc[0]} {w.geomean.iloc[0]:.2f}x",
+                    "below 0.8x": int((d.speedup < 0.8).sum()),
+                    **{f"fast_{p}": float((d.speedup >= p).mean()) for p in (0.8, 1.0)}})
+summary = pd.DataFrame(summary)
+print(summary.to_string(index=False))
+write_table(summary, "F1_summary", "F1: Triton vs expert per memory regime over every study shape and dtype")
+write_table(table, "F1_speedup_by_workload", "F1: per-workload geomean and worst speedup over the expert, per regime")
+print(table.to_string(index=False))

@@ -34,8 +34,8 @@ class Suite:
     workloads: frozenset[str] | None = None
 
 
-# The representative production shape of each workload in `full`: chosen so the whole study
-# simulates in about ten minutes on two cores. Every other study shape runs in `study_all`.
+# The representative production shape of each workload: the one shape the sweeps that multiply
+# the work (ablation, generations) run. `full` runs every study shape and dtype.
 PRIMARY = {
     "add": "16M", "bias_gelu": "4k", "bmm": "scores_512", "concat": "dlrm_b4k", "decode_attention": "b32_2k",
     "dequantize_int8_rowwise": "4k", "dot_interaction": "dlrm_b512", "embedding_bag_mean": "dlrm_b512",
@@ -65,10 +65,8 @@ def _is_autotuned(w: Workload) -> bool:
 SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
           lambda: ["mtia2i"]),
-    Suite("full", "the representative study shape of every workload on the default chip (T2, F1, F2)",
-          "study", _default_chip, primary_only=True, first_dtype_only=True),
-    Suite("study_all", "every study shape and dtype of every workload (long: not part of reproduce)", "study",
-          _default_chip),
+    Suite("full", "every study shape and dtype of every workload on the default chip (T2, F1, F2)",
+          "study", _default_chip),
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,
