@@ -2,7 +2,7 @@
 
     python -m study list [--suite quick]
     python -m study run --suite full [--workload gemm ...] [--chip mtia2i ...] [--workers N] [--engine pool|ray] [--repair]
-    python -m study gate [--update] [--fresh]
+    python -m study gate [--suite quick|full] [--update] [--fresh]
     python -m study report
     python -m study reproduce [--skip-run] [--workers N] [--engine pool|ray]
 """
@@ -65,17 +65,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from study.gate import EXPECTED_PATH, run_gate
+    from study.gate import expected_path_for, run_gate
     results = Path(tempfile.mkdtemp(prefix="study-gate-")) if args.fresh else Path(args.results)
-    expected = Path(args.expected) if args.expected else EXPECTED_PATH
-    report, text = run_gate(_workloads(), results, expected, update=args.update, workers=args.workers)
+    expected = Path(args.expected) if args.expected else expected_path_for(args.suite)
+    report, text = run_gate(_workloads(), results, expected, update=args.update, workers=args.workers,
+                            suite=args.suite)
     for line in report.lines():
         print(line)
     if args.update:
         print(f"wrote {expected}")
         return 0
     if not report.ok:
-        print(f"\n--- regenerated {expected} (review, then `python -m study gate --update`) ---")
+        print(f"\n--- regenerated {expected} (review, then `python -m study gate --suite {args.suite} --update`) ---")
         print(text, end="")
         return 1
     return 0
@@ -114,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     _add_engine(sp)
     sp.add_argument("--repair", action="store_true", help="drop a partial last line left by an interrupted write")
     sp.set_defaults(fn=cmd_run)
-    sp = sub.add_parser("gate", parents=[common], help="quick suite vs results/expected.csv")
+    sp = sub.add_parser("gate", parents=[common], help="quick suite vs results/expected.csv (or --suite full)")
+    sp.add_argument("--suite", default="quick", choices=("quick", "full"),
+                    help="quick: test shapes, what CI runs (default); full: every study shape and dtype")
     sp.add_argument("--update", action="store_true", help="write the regenerated expected file")
     sp.add_argument("--fresh", action="store_true", help="measure into a temporary folder, reusing no rows")
-    sp.add_argument("--expected", help="expected file (default results/expected.csv)")
+    sp.add_argument("--expected", help="expected file (default results/expected.csv, or expected_<suite>.csv)")
     sp.add_argument("--workers", type=int, default=None)
     sp.set_defaults(fn=cmd_gate)
     sp = sub.add_parser("report", parents=[common], help="summary of results/raw: rows, correctness, geomean speedups")

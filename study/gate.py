@@ -1,5 +1,8 @@
 """The regression gate: fresh quick-suite cycles against results/expected.csv.
 
+`--suite full` gates every study shape and dtype against results/expected_full.csv instead (the
+rows `make reproduce` just measured are reused: the runner resumes by source fingerprint).
+
 Simulated cycles are deterministic, so margins are tiny. The gate fails on a slowdown beyond
 the margin, on a speed-up beyond it that expected.csv does not record (an unexplained win is
 as suspicious as a loss), on a measurement missing from either side, and on any incorrect
@@ -19,6 +22,14 @@ from study.results import RESULTS_DIR
 EXPECTED_COLUMNS = ("workload", "impl", "shape", "dtype", "chip", "cycles", "margin")
 DEFAULT_MARGIN = 0.001  # 0.1%: room for nothing but deliberate changes
 EXPECTED_PATH = RESULTS_DIR / "expected.csv"
+GATED_SUITES = ("quick", "full")
+
+
+def expected_path_for(suite: str) -> Path:
+    """The reference file of a gated suite: expected.csv for quick, expected_<suite>.csv else."""
+    if suite not in GATED_SUITES:
+        raise ValueError(f"the gate covers the suites {', '.join(GATED_SUITES)}, not '{suite}'")
+    return EXPECTED_PATH if suite == "quick" else RESULTS_DIR / f"expected_{suite}.csv"
 
 Key = tuple[str, str, str, str, str]
 
@@ -114,13 +125,15 @@ def regenerate(expected: dict[Key, tuple[int, float]], measured: dict[Key, dict[
 
 
 def run_gate(workloads: dict[str, Any], results: Path | None = None, expected_path: Path = EXPECTED_PATH,
-             update: bool = False, workers: int | None = None, pass_workloads: bool = False) -> tuple[GateReport, str]:
-    """Run (or resume) the quick suite, then compare it with the expected file."""
+             update: bool = False, workers: int | None = None, pass_workloads: bool = False,
+             suite: str = "quick") -> tuple[GateReport, str]:
+    """Run (or resume) a gated suite, then compare it with the expected file."""
     from study import provenance
     from study.results import read_rows
     from study.runner import run_suite
     from study.suites import get_suite
-    summary = run_suite(get_suite("quick"), workloads, results, workers, pass_workloads=pass_workloads)
+    expected_path_for(suite)  # a clear error for a suite the gate does not cover
+    summary = run_suite(get_suite(suite), workloads, results, workers, pass_workloads=pass_workloads)
     measured = measured_cycles(read_rows(summary.path) if summary.path.exists() else [],
                                provenance.source_fingerprint())
     expected = read_expected(expected_path)

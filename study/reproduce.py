@@ -130,6 +130,23 @@ def run_notebooks(results: Path) -> list[str]:
     return failures
 
 
+def _gate_full(workloads: dict, results: Path, workers: int | None) -> None:
+    """Every study shape's cycles against results/expected_full.csv (the rows just measured are
+    reused). Reported, not fatal: a reproduction after an intended model change is expected to
+    move numbers, and the printed command records them."""
+    from study.gate import expected_path_for, run_gate
+    expected = expected_path_for("full")
+    if not expected.exists():
+        print(f"gate (full): no {expected.name} yet; record it with `python -m study gate --suite full --update`")
+        return
+    report, _ = run_gate(workloads, results, expected, workers=workers, suite="full")
+    print(report.lines()[-1].replace("gate", "gate (full suite, every study shape)", 1))
+    if not report.ok:
+        for line in report.lines()[:-1][:20]:
+            print(f"  {line}")
+        print("  review, then record with `python -m study gate --suite full --update`")
+
+
 def reproduce(results: Path, workers: int | None = None, skip_run: bool = False, engine: str = "pool") -> int:
     import contextlib
 
@@ -144,14 +161,18 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
             print("error: no workloads registered in study/workloads/", file=sys.stderr)
             return 1
         # one Ray for every suite (run_suite reuses an initialised Ray)
+        walls: list[tuple[str, float, int]] = []
         with ray_session(workers) if engine == "ray" else contextlib.nullcontext():
             for name in REPRODUCE_SUITES:
                 s = run_suite(get_suite(name), workloads, results, workers, engine=engine)
+                walls.append((name, s.wall_s, s.rows))
                 print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
                       f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
                 for e in s.errors:
                     print(f"  error: {e}", file=sys.stderr)
                     status = 1
+        print("suite wall times: " + ", ".join(f"{n} {w:.0f}s ({r} rows)" for n, w, r in walls))
+        _gate_full(workloads, results, workers)
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
         from backend.sim import microbench  # T1: the simulator's calibration against published peaks

@@ -52,3 +52,13 @@ def test_gate_fails_on_an_unrecorded_improvement_and_on_wrong_results(tmp_path, 
     rep, text = _gate(tmp_path, "wrong", expected, ws=broken(make_workloads((2048, 8192))))
     assert not rep.ok and len(rep.incorrect) == 2
     assert "triton" not in {line.split(",")[1] for line in text.splitlines()[1:]}  # never a reference
+
+
+def test_gate_covers_only_the_quick_and_full_suites():
+    import pytest
+
+    from study.gate import EXPECTED_PATH, expected_path_for
+    assert expected_path_for("quick") == EXPECTED_PATH
+    assert expected_path_for("full").name == "expected_full.csv"
+    with pytest.raises(ValueError, match="not 'ablation'"):
+        expected_path_for("ablation")
