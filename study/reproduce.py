@@ -130,6 +130,26 @@ def run_notebooks(results: Path) -> list[str]:
     return failures
 
 
+WALL_COLUMNS = ("suite", "wall_s", "rows", "workers", "engine", "cpus", "git_sha", "measured_at")
+
+
+def _write_walls(path: Path, walls: list[tuple[str, float, int]], workers: int | None, engine: str) -> None:
+    """Each suite's host wall time in this reproduction (F10): replaced whole, atomically."""
+    import csv
+    import datetime
+
+    from study import provenance
+    sha = provenance.source_fingerprint()
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(WALL_COLUMNS)
+        for name, wall, rows in walls:
+            w.writerow([name, f"{wall:.1f}", rows, workers or os.cpu_count(), engine, os.cpu_count(), sha, now])
+    tmp.replace(path)
+
+
 def _gate_full(workloads: dict, results: Path, workers: int | None) -> None:
     """Every study shape's cycles against results/expected_full.csv (the rows just measured are
     reused). Reported, not fatal: a reproduction after an intended model change is expected to
@@ -172,6 +192,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
                     print(f"  error: {e}", file=sys.stderr)
                     status = 1
         print("suite wall times: " + ", ".join(f"{n} {w:.0f}s ({r} rows)" for n, w, r in walls))
+        _write_walls(raw_dir(results) / "reproduce_wall.csv", walls, workers, engine)
         _gate_full(workloads, results, workers)
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])

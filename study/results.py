@@ -119,9 +119,11 @@ def repair_partial_tail(path: Path) -> int | None:
     return line
 
 
-# Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage),
+# Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage, F10
+# simulator speed and reproduce wall times, the H200 microbenchmarks behind the h200 config),
 # read by their own notebooks; every other raw file must follow the measurement schema.
-OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv")
+OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv", "reproduce_wall.csv", "sim_speed*.csv",
+                "gpu_microbench*.csv")
 
 
 def raw_files(results: Path | None = None) -> list[Path]:
