@@ -123,12 +123,16 @@ class TileModule:
 class PEModule:
     """Output of the pe stage: the tile IR plus each tile's local-memory buffer."""
 
-    def __init__(self, tile: TileModule, buffers: dict, peak: int, capacity: int, stages: int):
+    def __init__(self, tile: TileModule, buffers: dict, peak: int, capacity: int, stages: int,
+                 asked_stages: int | None = None):
         self.tile, self.buffers, self.peak, self.capacity, self.stages = tile, buffers, peak, capacity, stages
+        self.asked_stages = stages if asked_stages is None else asked_stages
 
     def __str__(self) -> str:
+        refit = "" if self.stages == self.asked_stages else \
+            f" (num_stages={self.asked_stages} does not fit local memory: reduced to {self.stages})"
         out = [f"// PE program: {self.peak} of {self.capacity} bytes of local memory, "
-               f"DMA in loops buffered x{self.stages}"]
+               f"DMA in loops buffered x{self.stages}{refit}"]
         for name, b in sorted(self.buffers.items(), key=lambda kv: kv[1].offset):
             cp = f" x{b.copies}" if b.copies > 1 else ""
             out.append(f"// buffer {name}: {b.dtype}{b.shape} at local+{b.offset} ({b.nbytes} B{cp})")
@@ -223,9 +227,9 @@ class MTIABackend(BaseBackend):
     def make_pe(tile: TileModule, metadata: dict, options: MTIAOptions) -> PEModule:
         chip = load_chip(options.arch)
         capacity = int(chip["local_memory"]["bytes"])
-        buffers, peak = pe_program.allocate(tile.fn, capacity, options.num_stages)
+        buffers, peak, stages = pe_program.allocate_fitting(tile.fn, capacity, options.num_stages)
         metadata["shared"] = peak
-        return PEModule(tile, buffers, peak, capacity, options.num_stages)
+        return PEModule(tile, buffers, peak, capacity, stages, options.num_stages)
 
     @staticmethod
     def make_mtiasm(pe: PEModule, metadata: dict, options: MTIAOptions) -> "ProgramText":
@@ -239,7 +243,7 @@ class MTIABackend(BaseBackend):
         # programs' DMA overlaps this one's compute and stores
         pipeline = max(1, min(MAX_RESIDENT_PROGRAMS, pe.capacity // max(pe.peak, 1))) \
             if options.pipeline_programs else 1
-        meta = {"chip": options.arch, "num_stages": options.num_stages, "memory_ops": pe.tile.report,
+        meta = {"chip": options.arch, "num_stages": pe.stages, "memory_ops": pe.tile.report,
                 "program_pipeline": pipeline, "program_overlap": bool(options.pipeline_programs)}
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))
 

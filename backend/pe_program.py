@@ -271,6 +271,24 @@ def allocate(fn: Function, capacity: int, stages: int, max_resident: int = 4) ->
     return _place(fn, intervals, capacity, max(peak, capacity // resident), spread=True)
 
 
+def allocate_fitting(fn: Function, capacity: int, stages: int) -> tuple[dict[str, Buffer], int, int]:
+    """`allocate` at `stages`, else at the deepest buffering below it that fits local memory:
+    a kernel whose multi-buffered loop tiles just overflow still runs, with less DMA/compute
+    overlap (the PE listing says so). Returns (buffers, peak, stages used); raises only when
+    even single buffering does not fit."""
+    for s in range(max(1, stages), 0, -1):
+        try:
+            buffers, peak = allocate(fn, capacity, s)
+            return buffers, peak, s
+        except LocalMemoryOverflow as e:
+            if s == 1:
+                if stages <= 1:
+                    raise
+                raise LocalMemoryOverflow(f"{e.message.replace(' or num_stages=1', '')} (tried num_stages "
+                                          f"{stages} down to 1)", e.required, e.limit) from None
+    raise AssertionError("unreachable")
+
+
 def _place(fn: Function, intervals: list, capacity: int, limit: int, spread: bool) -> tuple[dict[str, Buffer], int]:
     active: list[tuple[int, int, Interval]] = []  # (offset, size, interval)
     expired: list[tuple[int, int, int]] = []      # (offset, size, end) of dead intervals

@@ -244,3 +244,33 @@ def test_device_assert_dropped_without_debug():
     out = torch.zeros(50)
     corpus.device_assert_kernel[(2,)](x, out, 50, BLOCK=32, debug=False)
     assert torch.isnan(out[37])
+
+
+@triton.jit
+def fp32_matmul_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_multi_buffering_reduced_when_the_tiles_just_overflow():
+    # fp32 128x128 A and B tiles: 3 copies each (384 KB) + the accumulator overflow 384 KB;
+    # 2 copies (256 KB + 64 KB) fit, so the kernel runs, buffered twice, and says so
+    a, b = torch.randn(128, 512), torch.randn(512, 128)
+    c = torch.zeros(128, 128)
+    k = fp32_matmul_kernel[(1,)](a, b, c, 512, BM=128, BN=128, BK=128, num_stages=3)
+    assert "DMA in loops buffered x2 (num_stages=3 does not fit local memory: reduced to 2)" in k.asm["pe"]
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-3)
+    ok = fp32_matmul_kernel[(1,)](a, b, c, 512, BM=128, BN=128, BK=128, num_stages=2)
+    assert "reduced" not in ok.asm["pe"]
+
+
+def test_error_names_the_stages_tried_when_nothing_fits():
+    with pytest.raises(UnsupportedError) as ei:
+        big_tile_kernel[(1,)](torch.zeros(1024 * 1024), torch.zeros(1024), B=1024, num_stages=3)
+    msg = str(ei.value)
+    assert "big_tile_kernel" in msg and "tried num_stages 3 down to 1" in msg and "num_stages=1." not in msg
