@@ -121,7 +121,7 @@ def repair_partial_tail(path: Path) -> int | None:
 
 # Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage),
 # read by their own notebooks; every other raw file must follow the measurement schema.
-OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv")
+OTHER_TABLES = ("microbench_*.csv", "gpu_microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv")
 
 
 def raw_files(results: Path | None = None) -> list[Path]:
