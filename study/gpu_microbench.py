@@ -104,6 +104,25 @@ def run(out: Path, git_sha: str) -> list[dict]:
             pb += BK * N
         tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16))
 
+    @triton.jit
+    def gemm_acc_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                        INT: tl.constexpr):
+        # int8 x int8 -> int32, or f32 x f32 (tl.dot's default precision, TF32) -> f32
+        pid = tl.program_id(0)
+        npn = tl.cdiv(N, BN)
+        pm, pn = pid // npn, pid % npn
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        pa = a + rm[:, None] * K + rk[None, :]
+        pb = b + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros([BM, BN], dtype=tl.int32 if INT else tl.float32)
+        for _ in range(0, K, BK):
+            acc += tl.dot(tl.load(pa), tl.load(pb))
+            pa += BK
+            pb += BK * N
+        tl.store(c + rm[:, None] * N + rn[None, :], acc)
+
     nsm = torch.cuda.get_device_properties(0).multi_processor_count
     add("device", "sm_count", nsm, "SMs", method="torch.cuda.get_device_properties",
         notes=torch.cuda.get_device_name())
@@ -162,6 +181,43 @@ def run(out: Path, git_sha: str) -> list[dict]:
         except Exception as e:  # noqa: BLE001 - a tile that does not fit: say so
             add("tile_bf16", f"{bm}x{bn}x{bk}_w{w}_s{st}", float("nan"), "TFLOP/s", notes=f"error {type(e).__name__}")
     del a, b, c
+    s = 4096
+    for dt, int_ in (("i8", True), ("f32", False)):
+        if int_:
+            a = torch.randint(-127, 128, (s, s), device="cuda", dtype=torch.int8)
+            b = torch.randint(-127, 128, (s, s), device="cuda", dtype=torch.int8)
+            c = torch.empty(s, s, device="cuda", dtype=torch.int32)
+        else:
+            a = torch.randn(s, s, device="cuda")
+            b = torch.randn(s, s, device="cuda")
+            c = torch.empty(s, s, device="cuda")
+        tiles = ((64, 64, 64, 4, 3), (128, 128, 64, 8, 3), (128, 128, 128, 8, 3), (128, 256, 128, 8, 3)) if int_ else \
+            ((64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 128, 64, 8, 2))
+        for bm, bn, bk, w, st in tiles:
+            grid = (triton.cdiv(s, bm) * triton.cdiv(s, bn),)
+            try:
+                f = (lambda bm=bm, bn=bn, bk=bk, w=w, st=st, grid=grid, a=a, b=b, c=c, int_=int_:
+                     gemm_acc_kernel[grid](a, b, c, s, s, s, BM=bm, BN=bn, BK=bk, INT=int_, num_warps=w, num_stages=st))
+                f()
+                torch.cuda.synchronize()
+                us = bench_us(f)
+                add(f"tile_{dt}", f"{bm}x{bn}x{bk}_w{w}_s{st}", 2 * s ** 3 / (us * 1e-6) / 1e12,
+                    "TOP/s" if int_ else "TFLOP/s", notes=f"time_us={us:.2f}; plain Triton tl.dot GEMM {s}^3")
+            except Exception as e:  # noqa: BLE001 - a tile that does not fit: say so
+                add(f"tile_{dt}", f"{bm}x{bn}x{bk}_w{w}_s{st}", float("nan"), "-", notes=f"error {type(e).__name__}")
+        del a, b, c
+    # per-SM HBM read: the read kernel with one block, and one block per SM
+    n = 1 << 27  # 512 MiB
+    x = torch.rand(n, device="cuda")
+    red = torch.empty(nsm * BLOCK, device="cuda")
+    for g in (1, nsm):
+        us = bench_us(lambda g=g, x=x, red=red: read_kernel[(g,)](x, red, (n // BLOCK) if g > 1 else 4096, 1,
+                                                                  BLOCK=BLOCK, num_warps=8), rep=50)
+        nbytes = n * 4 if g > 1 else 4096 * BLOCK * 4
+        add("hbm_read", f"grid{g}_per_block", nbytes / g / (us * 1e-6) / 1e9, "GB/s",
+            notes=f"time_us={us:.2f}; bytes read per block / time: one block per SM" if g > 1 else
+            f"time_us={us:.2f}; one block alone (64 MiB)")
+    del x, red
     torch.cuda.empty_cache()
 
     # launch latency
