@@ -123,6 +123,32 @@ def run(out: Path, git_sha: str) -> list[dict]:
             pb += BK * N
         tl.store(c + rm[:, None] * N + rn[None, :], acc)
 
+    @triton.jit
+    def chase_kernel(nxt, out, steps):
+        # one thread's dependent loads: i = nxt[i], steps times (a random cycle over the buffer)
+        i = tl.load(nxt)
+        for _ in range(steps):
+            i = tl.load(nxt + i)
+        tl.store(out, i)
+
+    @triton.jit
+    def gemm_ieee_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        # f32 x f32 -> f32 with input_precision="ieee": fp32 FMAs, no tensor cores
+        pid = tl.program_id(0)
+        npn = tl.cdiv(N, BN)
+        pm, pn = pid // npn, pid % npn
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        pa = a + rm[:, None] * K + rk[None, :]
+        pb = b + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        for _ in range(0, K, BK):
+            acc += tl.dot(tl.load(pa), tl.load(pb), input_precision="ieee")
+            pa += BK
+            pb += BK * N
+        tl.store(c + rm[:, None] * N + rn[None, :], acc)
+
     nsm = torch.cuda.get_device_properties(0).multi_processor_count
     add("device", "sm_count", nsm, "SMs", method="torch.cuda.get_device_properties",
         notes=torch.cuda.get_device_name())
@@ -206,6 +232,42 @@ def run(out: Path, git_sha: str) -> list[dict]:
             except Exception as e:  # noqa: BLE001 - a tile that does not fit: say so
                 add(f"tile_{dt}", f"{bm}x{bn}x{bk}_w{w}_s{st}", float("nan"), "-", notes=f"error {type(e).__name__}")
         del a, b, c
+    a = torch.randn(s, s, device="cuda")
+    b = torch.randn(s, s, device="cuda")
+    c = torch.empty(s, s, device="cuda")
+    for bm, bn, bk, w in ((64, 64, 32, 4), (128, 128, 32, 8), (64, 128, 16, 4)):
+        grid = (triton.cdiv(s, bm) * triton.cdiv(s, bn),)
+        try:
+            f = (lambda bm=bm, bn=bn, bk=bk, w=w, grid=grid, a=a, b=b, c=c:
+                 gemm_ieee_kernel[grid](a, b, c, s, s, s, BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=2))
+            f()
+            torch.cuda.synchronize()
+            us = bench_us(f)
+            add("tile_f32_ieee", f"{bm}x{bn}x{bk}_w{w}", 2 * s ** 3 / (us * 1e-6) / 1e12, "TFLOP/s",
+                notes=f"time_us={us:.2f}; plain Triton tl.dot(input_precision='ieee') GEMM {s}^3")
+        except Exception as e:  # noqa: BLE001
+            add("tile_f32_ieee", f"{bm}x{bn}x{bk}_w{w}", float("nan"), "-", notes=f"error {type(e).__name__}")
+    del a, b, c
+    # load latency: one thread's dependent chain through a random cycle of 64-byte lines, L2
+    # cleared before the call. HBM: 4096 steps over 1 GiB (every step a miss) minus 0 steps;
+    # L2: a 1 MiB cycle walked 5 times minus once (the first pass misses, later ones hit)
+    def chain(mib):
+        nn = mib * (1 << 20) // 8
+        nodes = torch.randperm(nn // 8, device="cuda") * 8
+        nxt = torch.zeros(nn, dtype=torch.int64, device="cuda")
+        nxt[nodes] = torch.roll(nodes, 1)
+        return nxt, nn // 8
+
+    o1 = torch.empty(1, dtype=torch.int64, device="cuda")
+    for label, mib, s0, s1 in (("hbm", 1024, 0, 4096), ("l2", 1, None, None)):
+        nxt, nodes = chain(mib)
+        if s0 is None:
+            s0, s1 = nodes, 5 * nodes
+        t = [bench_us(lambda nxt=nxt, st=st: chase_kernel[(1,)](nxt, o1, st, num_warps=1), warmup=10, rep=50)
+             for st in (s0, s1)]
+        add("latency", f"{label}_{mib}MiB", (t[1] - t[0]) / (s1 - s0) * 1e3, "ns",
+            notes=f"time_us={t[1]:.2f} for {s1} dependent loads, {t[0]:.2f} for {s0}")
+        del nxt
     # per-SM HBM read: the read kernel with one block, and one block per SM
     n = 1 << 27  # 512 MiB
     x = torch.rand(n, device="cuda")
