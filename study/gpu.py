@@ -2,10 +2,13 @@
 
 Two modes, one module:
 
-    # on the GPU machine, stock triton 3.6 (this project's backend NOT installed), repo root:
-    PYTHONPATH=. python3 -m study.gpu --out $OUT/gpu_h200.csv [--budget-s 480] [--git-sha SHA]
-    # here, with the project's simulator (backend/configs/h200.toml):
-    python -m study.gpu --simulate --out results/raw/sim_h200.csv [--budget-s 540]
+    # on the GPU machine, stock triton 3.6 (this project's backend NOT installed), repo root,
+    # committed code (SHA = git rev-parse HEAD here; about 4 minutes, microbenchmarks 20 s):
+    PYTHONPATH=. python3 -m study.gpu_microbench --out $OUT/gpu_microbench_h200.csv --git-sha SHA
+    PYTHONPATH=. python3 -m study.gpu --out $OUT/gpu_h200.csv --budget-s 400 --git-sha SHA
+    # here: the config from the microbenchmarks, then the simulator's rows (as make reproduce does)
+    python -m study.gpu_config
+    python -m study.gpu --simulate --out results/raw/sim_h200.csv --max-cost 64e6 --job-timeout-s 120
     # either, without measuring anything:
     python -m study.gpu --dry-run
 
@@ -13,20 +16,26 @@ GPU mode: for every workload with a "triton" impl, its test and study shapes, ea
 dtype, the inputs are made on the CPU from the study's seed (the same inputs the simulator
 sees) and moved to cuda. The reference is the workload's torch implementation (fp32
 arithmetic; on cuda where it runs there, else on the CPU; TF32 off), compared with the
-docs/study.md tolerances. Two implementations are timed with triton.testing.do_bench (median,
-L2 cleared before every call by do_bench):
+docs/study.md tolerances. Every implementation is timed one way, for every shape:
+triton.testing.do_bench's median (L2 cleared before every call; BENCH_WARMUP_MS, BENCH_REP_MS):
   triton_gpu  the workload's own "triton" impl (the kernels/ host wrapper: allocation + launch)
-  torch_gpu   the torch path a PyTorch user would write, in the input dtype on cuda: cuBLAS for
-              GEMMs (torch._int_mm for INT8), SDPA for attention, aten ops elsewhere (GPU_TORCH
-              below; a workload without one falls back to its fp32 reference, said in notes).
-Rows follow the raw schema (study/schema.py) and are appended one (workload, shape, dtype) at a
-time, so a run stopped by its time budget keeps what it measured. roofline_frac is against the
-H200 datasheet peaks (H200_PEAKS): 989 TFLOP/s dense BF16/FP16 (also used for f32, as the
-project's roofline does: a lower bound), 1979 TOP/s dense INT8, 4.8 TB/s HBM3e.
+  torch_gpu   the fastest correct of the workload's torch paths (torch_paths): the vendor op
+              where one exists (cuBLAS for GEMMs, torch._int_mm for INT8, SDPA for attention),
+              aten ops elsewhere (GPU_TORCH), the fp32 reference ops where there is none, and
+              for the workloads in COMPILE also torch.compile of that path (inductor, default
+              mode, warm); the row's notes name the path chosen and the other paths' times.
+Each row's notes carry the SM / memory clocks (nvidia-smi) before and after its job. The git
+sha must be a commit (--git-sha $(git rev-parse HEAD): the GPU machine has no .git); a dirty
+tree is refused. Rows follow the raw schema (study/schema.py) and are appended one (workload,
+shape, dtype) at a time, so a run stopped by its time budget keeps what it measured.
+roofline_frac is against the H200 datasheet peaks (H200_PEAKS): 989 TFLOP/s dense BF16/FP16
+(also used for f32, as the project's roofline does: a lower bound), 1979 TOP/s dense INT8,
+4.8 TB/s HBM3e. The device's own ceilings are study/gpu_microbench.py's.
 
 Simulate mode runs the same kernels through measure.measure() on chip "h200" (test shapes,
 then study shapes smallest first, each job in a forked process with a timeout) and writes rows
-with impl="triton", chip="h200", device="simulated", roofline against the same H200 peaks.
+with impl="triton", chip="h200", device="simulated", roofline against the same H200 peaks. An
+autotuned kernel is called once first, so that, as on the GPU, the steady state is timed.
 """
 from __future__ import annotations
 
