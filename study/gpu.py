@@ -2,10 +2,13 @@
 
 Two modes, one module:
 
-    # on the GPU machine, stock triton 3.6 (this project's backend NOT installed), repo root:
-    PYTHONPATH=. python3 -m study.gpu --out $OUT/gpu_h200.csv [--budget-s 480] [--git-sha SHA]
-    # here, with the project's simulator (backend/configs/h200.toml):
-    python -m study.gpu --simulate --out results/raw/sim_h200.csv [--budget-s 540]
+    # on the GPU machine, stock triton 3.6 (this project's backend NOT installed), repo root,
+    # committed code (SHA = git rev-parse HEAD here; about 4 minutes, microbenchmarks 20 s):
+    PYTHONPATH=. python3 -m study.gpu_microbench --out $OUT/gpu_microbench_h200.csv --git-sha SHA
+    PYTHONPATH=. python3 -m study.gpu --out $OUT/gpu_h200.csv --budget-s 400 --git-sha SHA
+    # here: the config from the microbenchmarks, then the simulator's rows (as make reproduce does)
+    python -m study.gpu_config
+    python -m study.gpu --simulate --out results/raw/sim_h200.csv --max-cost 64e6 --job-timeout-s 120
     # either, without measuring anything:
     python -m study.gpu --dry-run
 
@@ -13,20 +16,26 @@ GPU mode: for every workload with a "triton" impl, its test and study shapes, ea
 dtype, the inputs are made on the CPU from the study's seed (the same inputs the simulator
 sees) and moved to cuda. The reference is the workload's torch implementation (fp32
 arithmetic; on cuda where it runs there, else on the CPU; TF32 off), compared with the
-docs/study.md tolerances. Two implementations are timed with triton.testing.do_bench (median,
-L2 cleared before every call by do_bench):
+docs/study.md tolerances. Every implementation is timed one way, for every shape:
+triton.testing.do_bench's median (L2 cleared before every call; BENCH_WARMUP_MS, BENCH_REP_MS):
   triton_gpu  the workload's own "triton" impl (the kernels/ host wrapper: allocation + launch)
-  torch_gpu   the torch path a PyTorch user would write, in the input dtype on cuda: cuBLAS for
-              GEMMs (torch._int_mm for INT8), SDPA for attention, aten ops elsewhere (GPU_TORCH
-              below; a workload without one falls back to its fp32 reference, said in notes).
-Rows follow the raw schema (study/schema.py) and are appended one (workload, shape, dtype) at a
-time, so a run stopped by its time budget keeps what it measured. roofline_frac is against the
-H200 datasheet peaks (H200_PEAKS): 989 TFLOP/s dense BF16/FP16 (also used for f32, as the
-project's roofline does: a lower bound), 1979 TOP/s dense INT8, 4.8 TB/s HBM3e.
+  torch_gpu   the fastest correct of the workload's torch paths (torch_paths): the vendor op
+              where one exists (cuBLAS for GEMMs, torch._int_mm for INT8, SDPA for attention),
+              aten ops elsewhere (GPU_TORCH), the fp32 reference ops where there is none, and
+              for the workloads in COMPILE also torch.compile of that path (inductor, default
+              mode, warm); the row's notes name the path chosen and the other paths' times.
+Each row's notes carry the SM / memory clocks (nvidia-smi) before and after its job. The git
+sha must be a commit (--git-sha $(git rev-parse HEAD): the GPU machine has no .git); a dirty
+tree is refused. Rows follow the raw schema (study/schema.py) and are appended one (workload,
+shape, dtype) at a time, so a run stopped by its time budget keeps what it measured.
+roofline_frac is against the H200 datasheet peaks (H200_PEAKS): 989 TFLOP/s dense BF16/FP16
+(also used for f32, as the project's roofline does: a lower bound), 1979 TOP/s dense INT8,
+4.8 TB/s HBM3e. The device's own ceilings are study/gpu_microbench.py's.
 
 Simulate mode runs the same kernels through measure.measure() on chip "h200" (test shapes,
 then study shapes smallest first, each job in a forked process with a timeout) and writes rows
-with impl="triton", chip="h200", device="simulated", roofline against the same H200 peaks.
+with impl="triton", chip="h200", device="simulated", roofline against the same H200 peaks. An
+autotuned kernel is called once first, so that, as on the GPU, the steady state is timed.
 """
 from __future__ import annotations
 
@@ -53,6 +62,7 @@ from study.registry import TOLERANCE, Shape, Workload
 # H200 SXM datasheet peaks (NVIDIA H200 product brief; dense, no sparsity).
 H200_PEAKS = {"bf16_flops": 989e12, "int8_ops": 1979e12, "hbm_bytes": 4.8e12}
 INT_DTYPES = frozenset({"i8", "i32", "i64"})
+BENCH_WARMUP_MS, BENCH_REP_MS = 25, 100  # do_bench's budgets (ms): hundreds of reps for short kernels
 ROOFLINE_NOTE = "roofline vs H200 datasheet: 989 TFLOP/s bf16 (f32 too), 1979 TOP/s int8, 4.8 TB/s HBM"
 REPO = Path(__file__).resolve().parent.parent
 SEED = 0
@@ -70,6 +80,14 @@ def load_workloads() -> dict[str, Workload]:
             continue
         importlib.import_module(f"study.workloads.{m.name}")
     return {n: w for n, w in WORKLOADS.items() if "triton" in w.impls}
+
+
+def half(workload: str) -> str:
+    """The fixed split of F6's prediction check: 'calibration' (may be looked at while choosing
+    the h200 config's model structure) or 'held-out' (reported separately), by crc32 of the
+    workload's name; never by the results."""
+    import zlib
+    return "calibration" if zlib.crc32(workload.encode()) % 2 == 0 else "held-out"
 
 
 def jobs(workloads: dict[str, Workload], tags: tuple[str, ...] = ("test", "study")) -> list[tuple[Workload, Shape, str]]:
@@ -170,15 +188,16 @@ def _segment_ids(offsets: torch.Tensor, total: int) -> torch.Tensor:
 
 def _embedding_bag(mode: str) -> Callable:
     def fn(weights, table_offsets, indices, offsets, num_tables):
-        # FBGEMM's TBE is not in stock torch: one F.embedding_bag per table, native dtype
-        B = (offsets.numel() - 1) // num_tables
-        bounds = offsets.tolist()
-        outs = []
-        for t in range(num_tables):
-            lo, hi = bounds[t * B], bounds[(t + 1) * B]
-            idx = indices[lo:hi] + table_offsets[t]
-            outs.append(F.embedding_bag(idx, weights, offsets[t * B:(t + 1) * B] - lo, mode=mode))
-        return torch.cat(outs, dim=1)
+        # FBGEMM's TBE is not in stock torch: one F.embedding_bag over every table's bags at
+        # once (indices shifted into the stacked weights on the device; no host sync, no loop)
+        n_bags = offsets.numel() - 1
+        B = n_bags // num_tables
+        lengths = offsets[1:] - offsets[:-1]
+        table = torch.arange(num_tables, device=indices.device).repeat_interleave(B)
+        shift = torch.repeat_interleave(table_offsets.to(indices.device)[table], lengths,
+                                        output_size=indices.numel())
+        out = F.embedding_bag(indices.long() + shift, weights, offsets[:-1].long(), mode=mode)
+        return out.view(num_tables, B, -1).transpose(0, 1).reshape(B, -1)
     return fn
 
 
@@ -265,7 +284,39 @@ GPU_TORCH: dict[str, Callable] = {
     "concat": lambda tensors: torch.cat(tensors, dim=1),
     "jagged_offsets": _jagged_offsets,
     "rope": _rope,
-    # quantisation: the references are already plain fp32 torch ops that run on cuda as they are
+    "matmul_autotuned": lambda a, b: a @ b,
+    # quantisation: the references are plain fp32 torch ops that run on cuda as they are; their
+    # torch.compile'd version (COMPILE) is the strong path
+}
+
+# Workloads whose eager torch path is a chain of ops (or the fp32 reference): torch.compile'd
+# (inductor, mode "default", static shapes, warm) is timed beside eager, and the faster correct
+# one is the torch_gpu row (its notes say which, with both times).
+COMPILE = frozenset({"quantize_int8_rowwise", "dequantize_int8_rowwise", "mx4_quantize", "mx4_dequantize",
+                     "jagged_sum", "jagged_softmax", "rope", "silu_mul", "bias_gelu", "dot_interaction",
+                     "matmul_bias_gelu"})
+
+
+def torch_paths(w: Workload) -> list[tuple[str, Callable]]:
+    """The torch candidates of a workload, (label, fn): eager first, then torch.compile'd."""
+    if w.name in GPU_TORCH:
+        eager = ("eager " + TORCH_PATH_NAMES.get(w.name, "aten ops, input dtype"), GPU_TORCH[w.name])
+    else:
+        eager = ("eager fp32 reference ops", w.impls["torch"])
+    out = [eager]
+    if w.name in COMPILE:
+        out.append(("torch.compile(default) of the eager path", torch.compile(eager[1], dynamic=False)))
+    return out
+
+
+TORCH_PATH_NAMES = {
+    "matmul": "cuBLAS (torch.matmul)", "matmul_autotuned": "cuBLAS (torch.matmul)", "bmm": "cuBLAS (torch.bmm)",
+    "matmul_bias_gelu": "cuBLAS addmm + gelu", "int8_matmul": "cuBLASLt INT8 (torch._int_mm)",
+    "flash_attention": "SDPA", "flash_attention_causal": "SDPA", "decode_attention": "SDPA",
+    "embedding_bag_sum": "F.embedding_bag over all tables, no host sync",
+    "embedding_bag_mean": "F.embedding_bag over all tables, no host sync",
+    "jagged_to_padded_dense": "aten _jagged_to_padded_dense_forward", "jagged_sum": "segment_reduce",
+    "jagged_softmax": "segment_reduce chain", "dot_interaction": "bmm + gather",
 }
 
 
@@ -317,19 +368,11 @@ def measure_ceilings() -> dict[str, float]:
     return out
 
 
-def _bench(fn: Callable, small: bool) -> tuple[float, float | None]:
-    """(median us with L2 cleared; CUDA-graph replay us for launches under 50 us, or None)."""
+def _bench(fn: Callable) -> float:
+    """Median us of fn, L2 cleared before every call (triton.testing.do_bench): the one timing
+    method of every row, test and study shapes alike."""
     import triton.testing as tt
-    warmup, rep = (5, 20) if small else (10, 60)
-    ms = tt.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-    graph_us = None
-    if ms * 1e3 < 50:
-        try:
-            graph_us = tt.do_bench_cudagraph(fn, rep=20, return_mode="median") * 1e3
-        except Exception:  # noqa: BLE001 - a host sync inside fn: not capturable
-            graph_us = None
-            torch.cuda.synchronize()
-    return ms * 1e3, graph_us
+    return tt.do_bench(fn, warmup=BENCH_WARMUP_MS, rep=BENCH_REP_MS, return_mode="median") * 1e3
 
 
 def _cuda_alive() -> bool:
@@ -362,9 +405,14 @@ def run_gpu(args: argparse.Namespace) -> int:
     if args.dry_run:
         for w, s, dt in todo:
             print(f"would measure {w.name:28s} {s.label:40s} {dt:5s} tags={','.join(sorted(s.tags))} "
-                  f"torch_gpu={'native' if w.name in GPU_TORCH else 'fp32 reference'}")
+                  f"torch_gpu={' | '.join(lab for lab, _ in torch_paths(w))}")
         print(f"{len(todo)} (workload, shape, dtype) jobs, {2 * len(todo)} rows")
         return 0
+    sha = args.git_sha or _git_sha()
+    if "dirty" in sha or sha == "nogit":
+        print(f"refusing to measure uncommitted code (git sha {sha!r}): commit, then pass "
+              "--git-sha $(git rev-parse HEAD)", file=sys.stderr)
+        return 2
     done_before = _done_jobs(out) if args.resume else set()
     todo = [j for j in todo if (j[0].name, j[1].label, j[2]) not in done_before]
     if not torch.cuda.is_available():
@@ -372,6 +420,10 @@ def run_gpu(args: argparse.Namespace) -> int:
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 references stay fp32
     torch.backends.cudnn.allow_tf32 = False
+    import torch._dynamo as dynamo
+    dynamo.config.cache_size_limit = 4096  # one static-shape graph per (workload, shape, dtype)
+    if hasattr(dynamo.config, "recompile_limit"):
+        dynamo.config.recompile_limit = 4096
     dev_name = torch.cuda.get_device_name()
     vers = versions_gpu()
     if not args.resume:
@@ -379,7 +431,7 @@ def run_gpu(args: argparse.Namespace) -> int:
         print(f"device {dev_name}; {vers}; measured ceilings: {json.dumps(ceilings)}", flush=True)
         (out.parent / "gpu_ceilings.json").write_text(json.dumps(dict(ceilings, device=dev_name, versions=vers)) + "\n")
     run_id = os.environ.setdefault("STUDY_GPU_RUN_ID", uuid.uuid4().hex[:12])
-    base = {"run_id": run_id, "git_sha": args.git_sha or _git_sha(), "suite": "gpu",
+    base = {"run_id": run_id, "git_sha": sha, "suite": "gpu",
             "chip": "h200", "cycles": None, "sim_wall_s": None, "device": dev_name, "versions": vers,
             "options": "default", "config": ""}
     n_rows = n_ok = 0
@@ -420,12 +472,37 @@ def run_gpu(args: argparse.Namespace) -> int:
     return 0
 
 
+def gpu_clocks() -> str:
+    """SM and memory clocks now (nvidia-smi), as 'sm=..MHz mem=..MHz'; '' when unavailable."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout.split("\n")[0]
+        sm, mem = (v.strip() for v in out.split(","))
+        return f"sm={sm}MHz mem={mem}MHz"
+    except Exception:  # noqa: BLE001 - no nvidia-smi
+        return ""
+
+
+def _time_fn(fn: Callable, inputs: dict, ref: Any, dt: str) -> dict:
+    """First call (compile + run), check against the reference, then the timed median."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = fn(**_clone(inputs))
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
+    a, r, ok, why = compare(out, ref, dt)
+    del out
+    t_us = _bench(lambda fn=fn, x=inputs: fn(**x))
+    return {"time_us": t_us, "max_abs_err": a, "max_rel_err": r, "correct": ok, "compile_s": first_s, "why": why}
+
+
 def measure_one_gpu(w: Workload, s: Shape, dt: str, base: dict) -> list[dict]:
-    """The triton_gpu and torch_gpu rows of one (workload, shape, dtype); never raises."""
+    """The triton_gpu and torch_gpu rows of one (workload, shape, dtype); never raises.
+    torch_gpu is the fastest correct of the workload's torch paths (torch_paths)."""
     flops, nbytes = int(w.flops(s.params, dt)), int(w.bytes(s.params, dt))
     common = dict(base, workload=w.name, family=w.family, shape=s.label, dtype=dt, flops=flops, bytes=nbytes)
-    small = "test" in s.tags
-    rows = []
+    clk0 = gpu_clocks()
     try:
         cpu_inputs = w.make(s, dt, seed=SEED)
         inputs = {k: _to(v, "cuda") for k, v in cpu_inputs.items()}
@@ -434,47 +511,55 @@ def measure_one_gpu(w: Workload, s: Shape, dt: str, base: dict) -> list[dict]:
         why = f"error in inputs or torch reference: {_err(e)}"
         return [dict(common, impl=impl, correct=False, notes=why, measured_at=_now())
                 for impl in ("triton_gpu", "torch_gpu")]
-    impls = [("triton_gpu", w.impls["triton"], "kernels/ host wrapper, stock Triton"),
-             ("torch_gpu", GPU_TORCH.get(w.name), "")]
-    if impls[1][1] is None:
-        impls[1] = ("torch_gpu", w.impls["torch"], "torch path = the fp32 reference ops on cuda")
-    for impl, fn, what in impls:
-        notes = [what] if what else []
-        if impl == "torch_gpu" and w.name == "int8_matmul" and not _int_mm_ok(inputs["a"], inputs["b"]):
-            notes.append("torch._int_mm refuses this shape: fp32 matmul path")
+    cands = {"triton_gpu": [("kernels/ host wrapper, stock Triton", w.impls["triton"])], "torch_gpu": torch_paths(w)}
+    rows = []
+    for impl, paths in cands.items():
         row = dict(common, impl=impl)
-        try:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = fn(**_clone(inputs))
-            torch.cuda.synchronize()
-            first_s = time.perf_counter() - t0
-            a, r, ok, why = compare(out, ref, dt)
-            if why:
-                notes.append(why)
-            if impl == "torch_gpu" and not ok:
-                notes.append("torch_gpu computes in the input dtype; the reference in fp32")
-            del out
-            call = (lambda fn=fn, x=inputs: fn(**x))
-            t_us, g_us = _bench(call, small)
-            if g_us is not None:
-                notes.append(f"cudagraph_us={g_us:.3f}")
-            row.update(time_us=t_us, max_abs_err=a, max_rel_err=r, correct=ok, compile_s=first_s,
-                       **derived(flops, nbytes, dt, t_us))
-            notes.append("compile_s = first call (compile + run)" if impl == "triton_gpu" else "compile_s = first call")
-        except Exception as e:  # noqa: BLE001 - a failing kernel is a result
+        notes: list[str] = []
+        results = []
+        for label, fn in paths:
             try:
-                torch.cuda.synchronize()
-            except Exception:  # noqa: BLE001 - a sticky error; run_gpu notices and re-executes
-                pass
+                results.append((label, _time_fn(fn, inputs, ref, dt)))
+            except Exception as e:  # noqa: BLE001 - a failing kernel or path is a result
+                try:
+                    torch.cuda.synchronize()
+                except Exception:  # noqa: BLE001 - a sticky error; run_gpu notices and re-executes
+                    pass
+                results.append((label, {"error": _err(e)}))
+                if os.environ.get("STUDY_GPU_TRACE"):
+                    traceback.print_exc()
+        good = [(lab, r) for lab, r in results if r.get("correct")]
+        timed = [(lab, r) for lab, r in results if r.get("time_us")]
+        pick = min(good or timed, key=lambda x: x[1]["time_us"]) if (good or timed) else None
+        if pick is None:
             row.update(correct=False)
-            notes.append(f"error: {_err(e)}")
-            if os.environ.get("STUDY_GPU_TRACE"):
-                traceback.print_exc()
+            notes.append("error: " + "; ".join(f"{lab}: {r['error']}" for lab, r in results))
+        else:
+            lab, r = pick
+            row.update(time_us=r["time_us"], max_abs_err=r["max_abs_err"], max_rel_err=r["max_rel_err"],
+                       correct=r["correct"], compile_s=r["compile_s"], **derived(flops, nbytes, dt, r["time_us"]))
+            notes.append(("torch path: " if impl == "torch_gpu" else "") + lab)
+            if r["why"]:
+                notes.append(r["why"])
+            if impl == "torch_gpu":
+                others = [f"{ll}: " + (f"{rr['time_us']:.3f}us{'' if rr.get('correct') else ' (incorrect)'}"
+                                       if rr.get("time_us") else rr.get("error", "")[:80])
+                          for ll, rr in results if ll != lab]
+                if others:
+                    notes.append("also timed: " + ", ".join(others))
+                if not r["correct"]:
+                    notes.append("torch_gpu computes in the input dtype; the reference in fp32")
+            if impl == "torch_gpu" and w.name == "int8_matmul" and not _int_mm_ok(inputs["a"], inputs["b"]):
+                notes.append("torch._int_mm refuses this shape: fp32 matmul path")
+            notes.append("compile_s = first call (compile + run)")
+        notes.append(f"timing: do_bench median, L2 cleared, warmup {BENCH_WARMUP_MS} ms, rep {BENCH_REP_MS} ms")
         notes.append(f"reference on {ref_where}; shape_tags={'+'.join(sorted(s.tags))}")
         row["notes"] = "; ".join(notes + ([ROOFLINE_NOTE] if row.get("roofline_frac") is not None else []))
         row["measured_at"] = _now()
         rows.append(row)
+    clk1 = gpu_clocks()
+    for row in rows:
+        row["notes"] += f"; clocks before {clk0 or '?'}, after {clk1 or '?'}"
     return rows
 
 
@@ -588,6 +673,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _autotuned(w: Workload) -> bool:
+    import triton
+    return isinstance(w.source.get("triton"), triton.runtime.Autotuner)
+
+
 def _sim_job(workload: str, shape: str, dtype: str, base: dict, out: str) -> None:
     import torch as _t
     _t.set_num_threads(1)
@@ -598,6 +688,10 @@ def _sim_job(workload: str, shape: str, dtype: str, base: dict, out: str) -> Non
     s = next(x for x in w.shapes if x.name == shape)
     try:
         inputs, ref = reference(w, s, dtype)
+        if _autotuned(w):
+            # as on the GPU, where do_bench times the steady state: triton.autotune has already
+            # benchmarked its configs and cached its choice for this shape
+            w.impls["triton"](**_clone(inputs))
         rows = measure(w, "triton", s, dtype, "h200", inputs, ref, dict(base))
     except NotImplementedError:
         return

@@ -73,3 +73,35 @@ def test_gpu_script_dry_run(capsys):
     assert gpu.main(["--dry-run", "--only", "add"]) == 0
     out = capsys.readouterr().out
     assert "would measure add" in out
+
+
+def test_gpu_rows_one_method_clocks_and_committed_sha(gpu_rows):
+    """One timing method for every shape, the GPU clocks beside it, and the true sha of committed code."""
+    import re
+    for r in gpu_rows:
+        assert re.fullmatch(r"[0-9a-f]{40}", r["git_sha"]), r["git_sha"]  # a commit, never '+dirty'
+        notes = r["notes"] or ""
+        if r["time_us"] is not None:
+            assert "timing: do_bench median, L2 cleared" in notes, notes
+            assert "cudagraph" not in notes
+        assert re.search(r"clocks before sm=\d+MHz mem=\d+MHz, after sm=\d+MHz", notes), notes
+        if r["impl"] == "torch_gpu" and r["time_us"] is not None:
+            assert "torch path: " in notes  # which torch path the row timed
+
+
+def test_h200_config_is_derived_from_the_microbenchmarks():
+    """backend/configs/h200.toml is what study.gpu_config derives from the committed microbench CSV."""
+    from study import gpu_config
+    assert gpu_config.main(["--check"]) == 0
+    d = gpu_config.derive()
+    assert d["n_sm"] == 132 and 1.0 < d["clock_ghz"] < 2.5
+    assert 1000 < d["offchip_gbps"] < 6000 and d["sram_gbps"] > d["offchip_gbps"]
+
+
+def test_prediction_split_is_fixed_and_balanced():
+    from study import gpu
+    names = sorted(gpu.load_workloads())
+    halves = [gpu.half(n) for n in names]
+    assert set(halves) == {"calibration", "held-out"}
+    assert abs(halves.count("calibration") - halves.count("held-out")) <= 4
+    assert gpu.half("matmul") == gpu.half("matmul")  # crc32: the same in every process
