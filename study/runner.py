@@ -32,7 +32,7 @@ from study import provenance
 from study.measure import measure, reference
 from study.registry import Workload
 from study.results import append_rows, raw_dir, read_rows, repair_partial_tail
-from study.schema import DEFAULT_OPTIONS, row_key
+from study.schema import DEFAULT_OPTIONS, DEFAULT_REGIME, row_key
 from study.suites import Job, Suite, plan
 
 
@@ -89,13 +89,16 @@ def _warm_compiler() -> None:
 
 def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     """Rows of one job and the number of (impl, dtype) pairs its impls do not implement."""
+    from backend.driver import set_regime
+    # the regime only changes how launches are priced, not what is compiled: set per job
+    set_regime(job.regime)
     w = _WORKLOADS[job.workload]
     shape = next(s for s in w.shapes if s.name == job.shape)
     rows: list[dict[str, Any]] = []
     skipped = 0
     refs: dict[str, Any] = {}
     for impl, dtype in job.pairs:
-        b = dict(base, options=job.options)
+        b = dict(base, options=job.options, regime=job.regime)
         try:
             if dtype not in refs:
                 refs[dtype] = reference(w, shape, dtype)
@@ -130,7 +133,8 @@ def _pending(jobs: list[Job], done: set[tuple], workloads: dict[str, Workload], 
         w = workloads[j.workload]
         label = next(s.label for s in w.shapes if s.name == j.shape)
         todo = tuple(p for p in j.pairs
-                     if (sha, j.workload, p[0], label, p[1], j.chip, j.options or DEFAULT_OPTIONS, "") not in done)
+                     if (sha, j.workload, p[0], label, p[1], j.chip, j.options or DEFAULT_OPTIONS, "",
+                         j.regime or DEFAULT_REGIME) not in done)
         skipped += len(j.pairs) - len(todo)
         if todo:
             out.append(replace(j, pairs=todo))
@@ -372,7 +376,8 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
         summary.rows += len(rows)
         summary.incorrect += sum(1 for r in rows if not r["correct"])
         summary.not_implemented += skipped
-        progress.step(f"{job.workload}/{job.shape} on {job.chip}" + (f" [{job.options}]" if job.options != "default" else ""))
+        progress.step(f"{job.workload}/{job.shape} on {job.chip}" + (f" [{job.options}]" if job.options != "default" else "")
+                      + (f" ({job.regime})" if job.regime != DEFAULT_REGIME else ""))
 
     shipped = workloads if pass_workloads else None
     with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext():
