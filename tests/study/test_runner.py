@@ -61,3 +61,15 @@ def test_ablation_options_reach_the_backend(tmp_path):
     cycles = {r["options"]: r["cycles"] for r in read_rows(s.path)}
     assert set(cycles) == {"default", "no_structured_dma"}
     assert cycles["no_structured_dma"] != cycles["default"]  # the scalar path prices differently
+
+
+def test_rows_carry_their_regime_and_regimes_resume(tmp_path):
+    import dataclasses
+    suite = dataclasses.replace(QUICK, impls=("triton",), regimes=("cold", "resident", "writeback"))
+    s = run_suite(suite, make_workloads((1 << 16,)), tmp_path, workers=1, pass_workloads=True)
+    rows = read_rows(s.path)
+    cycles = {r["regime"]: r["cycles"] for r in rows}
+    assert s.errors == [] and set(cycles) == {"cold", "resident", "writeback"} and all(r["correct"] for r in rows)
+    assert cycles["resident"] < cycles["cold"] < cycles["writeback"]
+    again = run_suite(suite, make_workloads((1 << 16,)), tmp_path, workers=1, pass_workloads=True)
+    assert again.jobs == 0 and again.skipped_done == 3
