@@ -33,6 +33,9 @@ class KernelRecord:
     time_us: float
     sim_wall_s: float
     timing: Any = None
+    # the program and its executed traces, kept only inside keep_traces() (to price them again)
+    program: Any = None
+    traces: Any = None
 
 
 @dataclass
@@ -46,6 +49,7 @@ class _DeviceState:
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
+    keep_traces: bool = False  # keep each launch's executed traces in its record (reprice)
     # "timing": skip tile arithmetic of the heavy instructions (same cycles when addresses and
     # control flow do not depend on tile data; results are not computed). For speed sweeps.
     mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
@@ -77,6 +81,27 @@ def price(program: Any, traces: list, chip: dict[str, Any]) -> Any:
     r = current_regime()
     return price_launch(program, traces, chip, trace=DEVICE.trace, resident=r.inputs_resident,
                         writeback=r.writeback)
+
+
+@contextlib.contextmanager
+def keep_traces() -> Iterator[None]:
+    """Inside the block each KernelRecord also holds its program and executed traces, so that
+    `reprice` can price the same events on another chip config without executing again."""
+    old = DEVICE.keep_traces
+    DEVICE.keep_traces = True
+    try:
+        yield
+    finally:
+        DEVICE.keep_traces = old
+
+
+def reprice(rec: KernelRecord, chip: str) -> Any:
+    """The LaunchTiming of a launch recorded inside keep_traces(), priced on `chip` in the
+    current memory regime. Equal to launching again on `chip` when `chip` changes nothing the
+    compiler or the executor reads (backend.configs.PRICING_ONLY)."""
+    if rec.traces is None:
+        raise ValueError(f"launch of '{rec.name}' was not recorded inside keep_traces()")
+    return price(rec.program, rec.traces, load_chip(chip))
 
 
 @contextlib.contextmanager
@@ -232,6 +257,8 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     timing = price(program, traces, chip)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)
+    if DEVICE.keep_traces:
+        rec.program, rec.traces = program, traces
     DEVICE.clock_us += timing.time_us
     for fn in list(DEVICE.listeners):
         fn(rec)

@@ -30,7 +30,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.suite:
         for j in plan(get_suite(args.suite), ws):
             pairs = ", ".join(f"{i}:{d}" for i, d in j.pairs)
-            print(f"{j.workload:28s} {j.shape:14s} {j.chip:10s} {j.options:20s} {j.regime:10s} {pairs}")
+            more = f" (+{len(j.variants)} chips priced from its events)" if j.variants else ""
+        print(f"{j.workload:28s} {j.shape:14s} {j.chip:10s} {j.options:20s} {j.regime:10s} {pairs}{more}")
         return 0
     if not ws:
         print("no workloads registered (study/workloads/ is empty)")

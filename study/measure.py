@@ -21,7 +21,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver: Triton's backend discovery imports it (circular otherwise)
 
 from backend.configs import load_chip
-from backend.driver import record_launches
+from backend.driver import keep_traces, record_launches, reprice
 from study.registry import TOLERANCE, Shape, Workload
 from study.roofline import chip_peaks, offchip_bytes, roofline_fraction
 
@@ -171,9 +171,12 @@ def config_label(config: Any) -> str:
 # ----------------------------------------------------------------------------- one measurement
 
 def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
-            base: dict[str, Any], autotune: bool = False, cached_compile: bool = False) -> list[dict[str, Any]]:
+            base: dict[str, Any], autotune: bool = False, cached_compile: bool = False,
+            variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Rows for one (workload, impl, shape, dtype, chip): the measurement, plus one row per
-    autotuning config when `autotune` and the impl's source is a triton.autotune kernel."""
+    autotuning config when `autotune` and the impl's source is a triton.autotune kernel, plus
+    one row per chip of `variants` (configs differing from `chip` only in keys the timing model
+    alone reads, backend.configs.pricing_only): the same launches' executed events priced on it."""
     fn: Callable = w.impls[impl]
     flops, nbytes = int(w.flops(shape.params, dtype)), int(w.bytes(shape.params, dtype))
     row: dict[str, Any] = dict(base, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
@@ -186,7 +189,8 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     try:
         # one call: its compiles are timed inside Triton's compile (compile_s), its launches
         # are the measurement; simulating a study shape twice would double the sweep
-        with watch_compiles() as cold_log, record_launches() as recs:
+        with watch_compiles() as cold_log, record_launches() as recs, \
+                keep_traces() if variants else contextlib.nullcontext():
             t0 = time.perf_counter()
             out = fn(**_clone(inputs))
             cold_wall = time.perf_counter() - t0
@@ -231,6 +235,16 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
         notes.append("above roofline: check declared flops/bytes or the timing model")
     row["notes"] = "; ".join(notes)
     rows = [row]
+    for v in variants:
+        t0 = time.perf_counter()
+        vt = [reprice(r, v) for r in recs]
+        v_us = sum(t.time_us for t in vt)
+        rows.append(dict(row, chip=v, cycles=sum(t.cycles for t in vt) if recs else None,
+                         time_us=v_us if recs else None, sim_wall_s=time.perf_counter() - t0,
+                         notes="; ".join(notes + [f"priced from the {chip} run's executed events"]),
+                         **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes)))
+    for r in recs:  # the traces are large: free them with the job, not with the records
+        r.program = r.traces = None
     for t in tuners:
         timings = getattr(t, "configs_timings", None) or {}
         clock_ghz = float(load_chip(chip)["clock_ghz"])

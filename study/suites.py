@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from backend.configs import DEFAULT_CHIP, available_chips, variant_name
+from backend.configs import DEFAULT_CHIP, available_chips, base_chip, pricing_only, variant_name
 from backend.regimes import DEFAULT_REGIME
 from study.compile_options import ABLATIONS
 from study.registry import Workload
@@ -36,6 +36,9 @@ class Suite:
     first_dtype_only: bool = False      # the workload's first declared dtype only
     workloads: frozenset[str] | None = None
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # memory regimes (backend/regimes.py) each job runs in
+    # price chips that differ from another chip of the suite only in timing-model keys
+    # (backend.configs.pricing_only) from that chip's run instead of running them again
+    reprice: bool = False
 
 
 # The representative production shape of each workload in `full`: chosen so the whole study
@@ -110,7 +113,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
           first_dtype_only=True, regimes=("resident", "writeback")),
     Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
           "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
-          first_dtype_only=True, workloads=CROSS_SECTION),
+          first_dtype_only=True, workloads=CROSS_SECTION, reprice=True),
 )}
 
 # What `make reproduce` runs, in order: everything the notebooks read.
@@ -128,6 +131,11 @@ class Job:
     autotune: bool = False
     cached_compile: bool = False
     regime: str = DEFAULT_REGIME
+    variants: tuple[str, ...] = ()  # chips priced from this job's executed events (Suite.reprice)
+
+    @property
+    def chips(self) -> tuple[str, ...]:
+        return (self.chip,) + self.variants
 
 
 def get_suite(name: str) -> Suite:
@@ -139,7 +147,14 @@ def get_suite(name: str) -> Suite:
 def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = None) -> list[Job]:
     """Jobs of a suite over `workloads` (optionally only those named), in a stable order."""
     jobs = []
-    for chip in suite.chips():
+    chips = suite.chips()
+    priced_from: dict[str, list[str]] = {}
+    if suite.reprice:
+        for c in chips:
+            if base_chip(c) != c and base_chip(c) in chips and pricing_only(c):
+                priced_from.setdefault(base_chip(c), []).append(c)
+    repriced = {c for cs in priced_from.values() for c in cs}
+    for chip in (c for c in chips if c not in repriced):
         for opt, regime in ((o, r) for o in suite.options for r in suite.regimes):
             for name in sorted(workloads):
                 w = workloads[name]
@@ -160,5 +175,5 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                     shapes = pick or shapes[:1]
                 for s in shapes:
                     jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile,
-                                    regime))
+                                    regime, tuple(priced_from.get(chip, ()))))
     return jobs

@@ -19,6 +19,14 @@ from typing import Any
 CONFIG_DIR = Path(__file__).parent
 DEFAULT_CHIP = "mtia2i"
 OVERRIDE_SEP = "@"
+# Keys that only the timing model reads (never the compiler, the expert library's tiling or the
+# functional simulator; not dma.fixed_cycles: the expert GEMM sizes its tiles with it): a chip
+# differing from its base in these alone runs the same programs with the same events, so its
+# times can be priced from the base chip's executed traces.
+# tests/sim/test_regimes.py checks that repricing equals a full run for the sensitivity variants.
+PRICING_ONLY: tuple[str, ...] = ("assumptions.", "dma.latency_cycles", "dma.run_cycles",
+                                 "dma.gather_run_cycles", "dma.atomic_cycles", "command_processor.",
+                                 "launch.", "scalar_path.")
 
 
 def available_chips() -> list[str]:
@@ -35,6 +43,11 @@ def variant_name(base: str, overrides: dict[str, Any]) -> str:
     def text(v: Any) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else str(v)
     return OVERRIDE_SEP.join([base] + [f"{k}={text(v)}" for k, v in sorted(overrides.items())])
+
+
+def pricing_only(name: str) -> bool:
+    """True when every override of chip `name` is a key only the timing model reads."""
+    return all(k.startswith(PRICING_ONLY) for k in parse_overrides(name)[1])
 
 
 def _parse_value(text: str) -> Any:

@@ -112,3 +112,29 @@ def test_always_writeback_rule_equals_the_writeback_regime(device):
     by_rule = _add_cycles(1 << 18, "cold")
     driver.set_chip("mtia2i")
     assert by_rule == _add_cycles(1 << 18, "writeback") > _add_cycles(1 << 18, "cold")
+
+
+def test_repricing_equals_running_on_the_variant(device):
+    """The sensitivity suite prices timing-only variants from the base chip's executed events
+    (Suite.reprice): that must give exactly the cycles of a launch on the variant."""
+    from backend.configs import pricing_only
+    from baselines.expert import elementwise
+    from study.suites import sensitivity_chips
+    n, rows = 256, 128
+    x, b, out = torch.randn(rows * n), torch.randn(n), torch.empty(rows * n)
+    y = torch.randn(rows * n)
+    calls = [lambda: _row_bias[(rows,)](x, b, out, N=n), lambda: elementwise.add(x, y)]
+    variants = [c for c in sensitivity_chips() if pricing_only(c) and "@" in c]
+    assert len(variants) >= 10
+    for regime in ("cold", "writeback"):
+        driver.set_regime(regime)
+        driver.set_chip("mtia2i")
+        with driver.record_launches() as recs, driver.keep_traces():
+            for f in calls:
+                f()
+        for v in variants:
+            driver.set_chip(v)
+            with driver.record_launches() as direct:
+                for f in calls:
+                    f()
+            assert [driver.reprice(r, v).cycles for r in recs] == [r.cycles for r in direct], v
