@@ -229,7 +229,8 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     if not cold_log.functions:
         notes.append("compile_s = first-call overhead")
     out_bytes = sum(t.numel() * t.element_size() for t in _tensors(out))
-    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0, out_bytes))
+    regime = row.get("regime") or "cold"
+    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0, out_bytes, regime))
     frac = row.get("roofline_frac")
     if frac is not None and frac > 1.0:
         notes.append("above roofline: check declared flops/bytes or the timing model")
@@ -242,7 +243,7 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
         rows.append(dict(row, chip=v, cycles=sum(t.cycles for t in vt) if recs else None,
                          time_us=v_us if recs else None, sim_wall_s=time.perf_counter() - t0,
                          notes="; ".join(notes + [f"priced from the {chip} run's executed events"]),
-                         **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes)))
+                         **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes, regime)))
     for r in recs:  # the traces are large: free them with the job, not with the records
         r.program = r.traces = None
     for t in tuners:
@@ -254,17 +255,18 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
             rows.append(dict(row, config=config_label(config), cycles=round(t_us * clock_ghz * 1e3), time_us=t_us,
                              launches=None, compile_s=None, compile_cached_s=None, sim_wall_s=None,
                              notes="timed by triton.autotune; correctness checked for the chosen config",
-                             **derived(flops, nbytes, dtype, chip, t_us, out_bytes)))
+                             **derived(flops, nbytes, dtype, chip, t_us, out_bytes, regime)))
     return rows
 
 
-def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float, out_bytes: int = 0) -> dict[str, Any]:
+def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float, out_bytes: int = 0,
+            regime: str = "cold") -> dict[str, Any]:
     """Throughput and roofline fraction, computed here for every row alike. GB/s counts every
     declared byte; the roofline counts the off-chip ones (outputs that fit stay in SRAM)."""
     if time_us <= 0:
         return {"tflops": None, "gbps": None, "roofline_frac": None}
     s = time_us * 1e-6
-    off = offchip_bytes(nbytes, out_bytes, chip)
+    off = offchip_bytes(nbytes, out_bytes, chip, regime)
     return {"tflops": flops / s / 1e12, "gbps": nbytes / s / 1e9,
             "roofline_frac": roofline_fraction(flops, off, dtype, s, chip_peaks(chip))}
 
