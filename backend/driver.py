@@ -18,6 +18,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from backend.configs import DEFAULT_CHIP, load_chip
+from backend.regimes import DEFAULT_REGIME, Regime, get_regime
 
 # ----------------------------------------------------------------------------- simulated clock
 
@@ -32,16 +33,23 @@ class KernelRecord:
     time_us: float
     sim_wall_s: float
     timing: Any = None
+    # the program and its executed traces, kept only inside keep_traces() (to price them again)
+    program: Any = None
+    traces: Any = None
 
 
 @dataclass
 class _DeviceState:
     clock_us: float = 0.0
     chip: str = os.environ.get("MTIA_CHIP", DEFAULT_CHIP)
+    # the memory regime launches are priced in (backend/regimes.py): where inputs start, where
+    # outputs go; it changes no compiled code, only the price of a launch
+    regime: str = os.environ.get("MTIA_REGIME", DEFAULT_REGIME)
     records: list[KernelRecord] = field(default_factory=list)
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
+    keep_traces: bool = False  # keep each launch's executed traces in its record (reprice)
     # "timing": skip tile arithmetic of the heavy instructions (same cycles when addresses and
     # control flow do not depend on tile data; results are not computed). For speed sweeps.
     mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
@@ -54,6 +62,46 @@ def set_chip(name: str) -> None:
     """Select the chip config that later compiles target and launches are priced on."""
     load_chip(name)  # validates the name
     DEVICE.chip = name
+
+
+def set_regime(name: str) -> None:
+    """Select the memory regime (backend/regimes.py) that later launches are priced in."""
+    get_regime(name)  # validates the name
+    DEVICE.regime = name
+
+
+def current_regime() -> Regime:
+    return get_regime(DEVICE.regime)
+
+
+def price(program: Any, traces: list, chip: dict[str, Any]) -> Any:
+    """Price a launch's executed traces on `chip` in the current memory regime: the one place
+    the driver and the expert library's timing-only path price a launch, so both agree."""
+    from backend.sim.timing import price_launch
+    r = current_regime()
+    return price_launch(program, traces, chip, trace=DEVICE.trace, resident=r.inputs_resident,
+                        writeback=r.writeback)
+
+
+@contextlib.contextmanager
+def keep_traces() -> Iterator[None]:
+    """Inside the block each KernelRecord also holds its program and executed traces, so that
+    `reprice` can price the same events on another chip config without executing again."""
+    old = DEVICE.keep_traces
+    DEVICE.keep_traces = True
+    try:
+        yield
+    finally:
+        DEVICE.keep_traces = old
+
+
+def reprice(rec: KernelRecord, chip: str) -> Any:
+    """The LaunchTiming of a launch recorded inside keep_traces(), priced on `chip` in the
+    current memory regime. Equal to launching again on `chip` when `chip` changes nothing the
+    compiler or the executor reads (backend.configs.PRICING_ONLY)."""
+    if rec.traces is None:
+        raise ValueError(f"launch of '{rec.name}' was not recorded inside keep_traces()")
+    return price(rec.program, rec.traces, load_chip(chip))
 
 
 @contextlib.contextmanager
@@ -192,7 +240,6 @@ def _int_register(param: dict, a: Any) -> Any:
 
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute
-    from backend.sim.timing import price_launch
     args = [_storage_tensor(a) for a in args]
     for a in args:
         if isinstance(a, torch.Tensor) and a.device.type != "cpu":
@@ -207,9 +254,11 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
     traces = execute(program, grid, args, record=DEVICE.timing, mode=DEVICE.mode)
-    timing = price_launch(program, traces, chip, trace=DEVICE.trace)
+    timing = price(program, traces, chip)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)
+    if DEVICE.keep_traces:
+        rec.program, rec.traces = program, traces
     DEVICE.clock_us += timing.time_us
     for fn in list(DEVICE.listeners):
         fn(rec)

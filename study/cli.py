@@ -1,7 +1,7 @@
 """Command line: list, run, gate, report, reproduce.
 
     python -m study list [--suite quick]
-    python -m study run --suite full [--workload gemm ...] [--chip mtia2i ...] [--workers N] [--engine pool|ray] [--repair]
+    python -m study run --suite full [--workload gemm ...] [--chip mtia2i ...] [--regime resident ...] [--workers N] [--engine pool|ray] [--repair]
     python -m study gate [--suite quick|full] [--update] [--fresh]
     python -m study report
     python -m study reproduce [--skip-run] [--workers N] [--engine pool|ray]
@@ -30,7 +30,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.suite:
         for j in plan(get_suite(args.suite), ws):
             pairs = ", ".join(f"{i}:{d}" for i, d in j.pairs)
-            print(f"{j.workload:28s} {j.shape:14s} {j.chip:10s} {j.options:20s} {pairs}")
+            more = f" (+{len(j.variants)} chips priced from its events)" if j.variants else ""
+        print(f"{j.workload:28s} {j.shape:14s} {j.chip:10s} {j.options:20s} {j.regime:10s} {pairs}{more}")
         return 0
     if not ws:
         print("no workloads registered (study/workloads/ is empty)")
@@ -58,6 +59,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.chip:
         chips = list(args.chip)
         suite = dataclasses.replace(suite, chips=lambda: chips)
+    if args.regime:
+        from backend.regimes import get_regime
+        for r in args.regime:
+            get_regime(r)  # an unknown name fails before any work
+        suite = dataclasses.replace(suite, regimes=tuple(args.regime))
     s = run_suite(suite, _workloads(), Path(args.results), args.workers,
                   only=set(args.workload) if args.workload else None, repair=args.repair, engine=args.engine)
     _print_summary(s)
@@ -111,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--suite", default="quick")
     sp.add_argument("--workload", action="append", help="only this workload (repeatable)")
     sp.add_argument("--chip", action="append", help="override the suite's chips (repeatable)")
+    sp.add_argument("--regime", action="append", help="override the suite's memory regimes: cold, resident, "
+                    "writeback (repeatable)")
     sp.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores; 0: in-process)")
     _add_engine(sp)
     sp.add_argument("--repair", action="store_true", help="drop a partial last line left by an interrupted write")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from study.results import RESULTS_DIR
+from study.schema import DEFAULT_REGIME, row_regime
 
 EXPECTED_COLUMNS = ("workload", "impl", "shape", "dtype", "chip", "cycles", "margin")
 DEFAULT_MARGIN = 0.001  # 0.1%: room for nothing but deliberate changes
@@ -82,7 +83,8 @@ def measured_cycles(rows: list[dict[str, Any]], sha: str) -> dict[Key, dict[str,
     """The current fingerprint's default-option rows, one per key (the last appended)."""
     out: dict[Key, dict[str, Any]] = {}
     for r in rows:
-        if r["git_sha"] == sha and (r.get("options") or "default") == "default" and not r.get("config"):
+        if r["git_sha"] == sha and (r.get("options") or "default") == "default" and not r.get("config") \
+                and row_regime(r) == DEFAULT_REGIME:
             out[_key(r)] = r
     return out
 

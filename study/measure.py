@@ -21,7 +21,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver: Triton's backend discovery imports it (circular otherwise)
 
 from backend.configs import load_chip
-from backend.driver import record_launches
+from backend.driver import keep_traces, record_launches, reprice
 from study.registry import TOLERANCE, Shape, Workload
 from study.roofline import chip_peaks, offchip_bytes, roofline_fraction
 
@@ -177,9 +177,12 @@ def config_label(config: Any) -> str:
 # ----------------------------------------------------------------------------- one measurement
 
 def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
-            base: dict[str, Any], autotune: bool = False, cached_compile: bool = False) -> list[dict[str, Any]]:
+            base: dict[str, Any], autotune: bool = False, cached_compile: bool = False,
+            variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Rows for one (workload, impl, shape, dtype, chip): the measurement, plus one row per
-    autotuning config when `autotune` and the impl's source is a triton.autotune kernel."""
+    autotuning config when `autotune` and the impl's source is a triton.autotune kernel, plus
+    one row per chip of `variants` (configs differing from `chip` only in keys the timing model
+    alone reads, backend.configs.pricing_only): the same launches' executed events priced on it."""
     fn: Callable = w.impls[impl]
     flops, nbytes = int(w.flops(shape.params, dtype)), int(w.bytes(shape.params, dtype))
     row: dict[str, Any] = dict(base, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
@@ -196,7 +199,8 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     try:
         # one call: its compiles are timed inside Triton's compile (compile_s), its launches
         # are the measurement; simulating a study shape twice would double the sweep
-        with watch_compiles() as cold_log, record_launches() as recs:
+        with watch_compiles() as cold_log, record_launches() as recs, \
+                keep_traces() if variants else contextlib.nullcontext():
             t0 = time.perf_counter()
             out = fn(**_clone(inputs))
             cold_wall = time.perf_counter() - t0
@@ -239,12 +243,23 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     if not cold_log.functions:
         notes.append("compile_s = first-call overhead")
     out_bytes = sum(t.numel() * t.element_size() for t in _tensors(out))
-    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0, out_bytes))
+    regime = row.get("regime") or "cold"
+    row.update(derived(flops, nbytes, dtype, chip, time_us if recs else 0.0, out_bytes, regime))
     frac = row.get("roofline_frac")
     if frac is not None and frac > 1.0:
         notes.append("above roofline: check declared flops/bytes or the timing model")
     row["notes"] = "; ".join(notes)
     rows = [row]
+    for v in variants:
+        t0 = time.perf_counter()
+        vt = [reprice(r, v) for r in recs]
+        v_us = sum(t.time_us for t in vt)
+        rows.append(dict(row, chip=v, cycles=sum(t.cycles for t in vt) if recs else None,
+                         time_us=v_us if recs else None, sim_wall_s=time.perf_counter() - t0,
+                         notes="; ".join(notes + [f"priced from the {chip} run's executed events"]),
+                         **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes, regime)))
+    for r in recs:  # the traces are large: free them with the job, not with the records
+        r.program = r.traces = None
     for t in tuners:
         timings = getattr(t, "configs_timings", None) or {}
         clock_ghz = float(load_chip(chip)["clock_ghz"])
@@ -254,17 +269,18 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
             rows.append(dict(row, config=config_label(config), cycles=round(t_us * clock_ghz * 1e3), time_us=t_us,
                              launches=None, compile_s=None, compile_cached_s=None, sim_wall_s=None,
                              notes="timed by triton.autotune; correctness checked for the chosen config",
-                             **derived(flops, nbytes, dtype, chip, t_us, out_bytes)))
+                             **derived(flops, nbytes, dtype, chip, t_us, out_bytes, regime)))
     return rows
 
 
-def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float, out_bytes: int = 0) -> dict[str, Any]:
+def derived(flops: int, nbytes: int, dtype: str, chip: str, time_us: float, out_bytes: int = 0,
+            regime: str = "cold") -> dict[str, Any]:
     """Throughput and roofline fraction, computed here for every row alike. GB/s counts every
     declared byte; the roofline counts the off-chip ones (outputs that fit stay in SRAM)."""
     if time_us <= 0:
         return {"tflops": None, "gbps": None, "roofline_frac": None}
     s = time_us * 1e-6
-    off = offchip_bytes(nbytes, out_bytes, chip)
+    off = offchip_bytes(nbytes, out_bytes, chip, regime)
     return {"tflops": flops / s / 1e12, "gbps": nbytes / s / 1e9,
             "roofline_frac": roofline_fraction(flops, off, dtype, s, chip_peaks(chip))}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from study.results import RESULTS_DIR, load_raw
+from study.schema import DEFAULT_REGIME
 
 # One colour per implementation, used by every figure (colour-blind-safe Okabe-Ito hues).
 PALETTE: dict[str, str] = {
@@ -18,7 +19,7 @@ IMPL_LABELS: dict[str, str] = {
     "triton": "Triton (plain)", "triton_ext": "Triton + MTIA extensions", "expert": "expert library",
     "inductor": "Inductor", "torch": "PyTorch eager", "triton_gpu": "Triton on H200", "torch_gpu": "torch/cuBLAS on H200",
 }
-MEASUREMENT_KEY = ["workload", "impl", "shape", "dtype", "chip", "options", "config"]
+MEASUREMENT_KEY = ["workload", "impl", "shape", "dtype", "chip", "options", "config", "regime"]
 
 
 def results_dir() -> Path:
@@ -37,6 +38,7 @@ def load(suites: Iterable[str] | None = None, require: Iterable[str] = ()) -> An
     df = df.sort_values("measured_at", kind="stable", na_position="first")
     df["options"] = df["options"].fillna("default")
     df["config"] = df["config"].fillna("")
+    df["regime"] = df["regime"].fillna(DEFAULT_REGIME)  # rows from before the regime column were priced cold
     df = df.drop_duplicates(MEASUREMENT_KEY, keep="last").reset_index(drop=True)
     for col in require:
         if df[col].isna().all():

@@ -6,6 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from study.results import raw_files, read_rows
+from study.schema import DEFAULT_REGIME, row_regime
 
 
 def _geomean(vs: list[float]) -> float:
@@ -25,9 +26,12 @@ def summarise(results: Path) -> str:
         by: dict[tuple, dict[str, float]] = defaultdict(dict)
         for r in rows:
             if r["correct"] and r["time_us"] and (r.get("options") or "default") == "default" and not r.get("config"):
-                by[(r["workload"], r["shape"], r["dtype"], r["chip"])][r["impl"]] = r["time_us"]
-        for impl in ("triton", "triton_ext", "inductor"):
-            sp = [t["expert"] / t[impl] for t in by.values() if impl in t and "expert" in t]
-            if sp:
-                out.append(f"    {impl} over expert: geomean {_geomean(sp):.3f}x over {len(sp)} kernels")
+                by[(r["workload"], r["shape"], r["dtype"], r["chip"], row_regime(r))][r["impl"]] = r["time_us"]
+        regimes = sorted({k[-1] for k in by})
+        for regime in regimes:  # never one geomean across memory regimes
+            at = " in the " + regime + " regime" if len(regimes) > 1 or regime != DEFAULT_REGIME else ""
+            for impl in ("triton", "triton_ext", "inductor"):
+                sp = [t["expert"] / t[impl] for k, t in by.items() if k[-1] == regime and impl in t and "expert" in t]
+                if sp:
+                    out.append(f"    {impl} over expert{at}: geomean {_geomean(sp):.3f}x over {len(sp)} kernels")
     return "\n".join(out) if out else f"no raw results in {results / 'raw'}"

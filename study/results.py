@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from study.schema import COLUMNS, SchemaError, check_header, format_value, parse_row, validate_row
+from study.schema import COLUMNS, DEFAULT_REGIME, SchemaError, check_header, format_value, parse_row, validate_row
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 
@@ -54,11 +54,35 @@ def append_rows(path: Path, rows: list[dict[str, Any]]) -> None:
             text = _csv_line(COLUMNS) + text
         else:
             _check_tail(path, fd, size)
+            if _upgrade_header(path):
+                os.close(fd)  # the file was replaced: append to the new one (still under our lock)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, text.encode())
         os.fsync(fd)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _upgrade_header(path: Path) -> bool:
+    """A file written before the schema gained columns (at its end) gets the current header,
+    its rows the new columns empty (read as their defaults), so rows of both ages stay in one
+    file. True when the file was rewritten (atomically: a temporary file renamed over it)."""
+    with open(path, encoding="utf-8") as f:
+        first = f.readline()
+        header = next(csv.reader([first]))
+        if header == list(COLUMNS):
+            return False
+        if header != list(COLUMNS[:len(header)]):
+            raise CorruptResultsError(path, 1, f"header {header} is not a prefix of the schema's columns; "
+                                      "cannot append rows to it")
+        pad = "," * (len(COLUMNS) - len(header))
+        body = [line.rstrip("\n") + pad + "\n" for line in f]
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(_csv_line(COLUMNS) + "".join(body), encoding="utf-8")
+    os.replace(tmp, path)
+    return True
 
 
 def _check_tail(path: Path, fd: int, size: int) -> None:
@@ -102,6 +126,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             raise CorruptResultsError(path, i, str(e)) from None
         for c in COLUMNS:
             row.setdefault(c, None)
+        if row["regime"] is None:  # written before the regime column: priced cold
+            row["regime"] = DEFAULT_REGIME
         rows.append(row)
     return rows
 

@@ -62,14 +62,19 @@ def chip_peaks(chip: str) -> Peaks:
     return Peaks(chip, bf16 * 1e12, int8 * 1e12, bw * 1e9, source)
 
 
-def offchip_bytes(nbytes: float, out_bytes: float, chip: str) -> float:
+def offchip_bytes(nbytes: float, out_bytes: float, chip: str, regime: str = "cold") -> float:
     """The bytes a kernel must move across the off-chip interface, as the timing model counts
     them: results that fit in the on-chip SRAM (the LLC) stay there for the next kernel, so
-    only a launch whose footprint exceeds the LLC pays for writing its outputs back."""
-    llc = _first(load_chip(chip), "sram.llc_bytes")
-    if llc is not None and nbytes <= llc:
-        return max(nbytes - out_bytes, 0.0)
-    return nbytes
+    only a launch whose footprint exceeds the LLC pays for writing its outputs back. In the
+    memory regimes (backend/regimes.py): `writeback` pays for every output, `resident` reads
+    its inputs on-chip too (while the footprint fits)."""
+    cfg = load_chip(chip)
+    llc = _first(cfg, "sram.llc_bytes")
+    if llc is None or nbytes > llc:
+        return nbytes
+    inputs = 0.0 if regime == "resident" else max(nbytes - out_bytes, 0.0)
+    written = regime == "writeback" or cfg.get("assumptions", {}).get("llc_output_rule") == "writeback"
+    return min(inputs + (out_bytes if written else 0.0), float(nbytes))
 
 
 def attainable_flops(flops: float, nbytes: float, dtype: str, peaks: Peaks) -> float:

@@ -32,7 +32,7 @@ from study import provenance
 from study.measure import measure, reference
 from study.registry import Workload
 from study.results import append_rows, raw_dir, read_rows, repair_partial_tail
-from study.schema import DEFAULT_OPTIONS, row_key
+from study.schema import DEFAULT_OPTIONS, DEFAULT_REGIME, row_key
 from study.suites import Job, Suite, plan
 
 
@@ -89,13 +89,16 @@ def _warm_compiler() -> None:
 
 def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     """Rows of one job and the number of (impl, dtype) pairs its impls do not implement."""
+    from backend.driver import set_regime
+    # the regime only changes how launches are priced, not what is compiled: set per job
+    set_regime(job.regime)
     w = _WORKLOADS[job.workload]
     shape = next(s for s in w.shapes if s.name == job.shape)
     rows: list[dict[str, Any]] = []
     skipped = 0
     refs: dict[str, Any] = {}
     for impl, dtype in job.pairs:
-        b = dict(base, options=job.options)
+        b = dict(base, options=job.options, regime=job.regime)
         try:
             if dtype not in refs:
                 refs[dtype] = reference(w, shape, dtype)
@@ -110,7 +113,7 @@ def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
             continue
         try:
             rows.extend(measure(w, impl, shape, dtype, job.chip, inputs, ref, b,
-                                autotune=job.autotune, cached_compile=job.cached_compile))
+                                autotune=job.autotune, cached_compile=job.cached_compile, variants=job.variants))
         except NotImplementedError:
             skipped += 1
     return rows, skipped
@@ -129,8 +132,11 @@ def _pending(jobs: list[Job], done: set[tuple], workloads: dict[str, Workload], 
     for j in jobs:
         w = workloads[j.workload]
         label = next(s.label for s in w.shapes if s.name == j.shape)
+        # a pair is measured again when any chip it prices lacks its row (the parent then
+        # writes only the missing rows)
         todo = tuple(p for p in j.pairs
-                     if (sha, j.workload, p[0], label, p[1], j.chip, j.options or DEFAULT_OPTIONS, "") not in done)
+                     if any((sha, j.workload, p[0], label, p[1], c, j.options or DEFAULT_OPTIONS, "",
+                             j.regime or DEFAULT_REGIME) not in done for c in j.chips))
         skipped += len(j.pairs) - len(todo)
         if todo:
             out.append(replace(j, pairs=todo))
@@ -356,7 +362,8 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
         if line is not None:
             print(f"{path}: dropped partial line {line}", file=sys.stderr)
     sha = provenance.source_fingerprint()
-    jobs, summary.skipped_done = _pending(plan(suite, workloads, only), _done_keys(path), workloads, sha)
+    done = _done_keys(path)
+    jobs, summary.skipped_done = _pending(plan(suite, workloads, only), done, workloads, sha)
     summary.jobs = len(jobs)
     base = {"run_id": uuid.uuid4().hex[:12], "git_sha": sha, "suite": suite.name,
             "device": provenance.SIM_DEVICE, "versions": provenance.versions()}
@@ -367,12 +374,16 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
     n = workers if workers is not None else (os.cpu_count() or 1)
 
     def record(job: Job, rows: list[dict[str, Any]], skipped: int) -> None:
+        if job.variants:  # a resumed job re-prices chips whose rows are already written
+            rows = [r for r in rows if row_key(dict(r, options=r.get("options") or DEFAULT_OPTIONS,
+                                                    config=r.get("config") or "")) not in done]
         if rows:
             append_rows(path, rows)
         summary.rows += len(rows)
         summary.incorrect += sum(1 for r in rows if not r["correct"])
         summary.not_implemented += skipped
-        progress.step(f"{job.workload}/{job.shape} on {job.chip}" + (f" [{job.options}]" if job.options != "default" else ""))
+        progress.step(f"{job.workload}/{job.shape} on {job.chip}" + (f" [{job.options}]" if job.options != "default" else "")
+                      + (f" ({job.regime})" if job.regime != DEFAULT_REGIME else ""))
 
     shipped = workloads if pass_workloads else None
     with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext():

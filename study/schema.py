@@ -4,7 +4,9 @@ Columns are docs/study.md's, in its order, followed by the few this harness need
 allows adding (never overloading one): the workload's family (figures group by it), the
 compile-option set a row ran under (ablation), the autotuning config it measures (F7), the
 compile time with Triton's on-disk cache warm, the lines of the implementation's source (T2),
-the number of simulated launches, and when it was measured (to pick the latest of repeats).
+the number of simulated launches, when it was measured (to pick the latest of repeats), and
+the memory regime it was priced in (backend/regimes.py; rows written before that column existed
+were all priced `cold` and read so).
 """
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ STUDY_COLUMNS: tuple[str, ...] = (
     "flops", "bytes", "tflops", "gbps", "roofline_frac", "max_abs_err", "max_rel_err", "correct",
     "compile_s", "sim_wall_s", "device", "versions", "notes")
 EXTRA_COLUMNS: tuple[str, ...] = ("family", "options", "config", "compile_cached_s", "source_lines", "launches",
-                                  "measured_at")
+                                  "measured_at", "regime")
 COLUMNS: tuple[str, ...] = STUDY_COLUMNS + EXTRA_COLUMNS
 
 # What identifies one measurement: a resumed sweep skips a job whose rows carry this key.
-KEY_COLUMNS: tuple[str, ...] = ("git_sha", "workload", "impl", "shape", "dtype", "chip", "options", "config")
+KEY_COLUMNS: tuple[str, ...] = ("git_sha", "workload", "impl", "shape", "dtype", "chip", "options", "config",
+                                "regime")
 
 INT_COLUMNS = frozenset({"cycles", "flops", "bytes", "source_lines", "launches"})
 FLOAT_COLUMNS = frozenset({"time_us", "tflops", "gbps", "roofline_frac", "max_abs_err", "max_rel_err",
@@ -29,6 +32,7 @@ BOOL_COLUMNS = frozenset({"correct"})
 REQUIRED_COLUMNS = frozenset({"run_id", "git_sha", "suite", "workload", "impl", "shape", "dtype", "chip",
                               "correct", "device"})
 DEFAULT_OPTIONS = "default"
+DEFAULT_REGIME = "cold"  # backend.regimes.DEFAULT_REGIME; what a row without the column was priced in
 
 
 class SchemaError(ValueError):
@@ -101,11 +105,19 @@ def validate_row(row: dict[str, Any]) -> dict[str, Any]:
         out["options"] = DEFAULT_OPTIONS
     if out["config"] is None:
         out["config"] = ""
+    if out["regime"] is None:
+        out["regime"] = DEFAULT_REGIME
     # every value must survive the CSV round trip with its type
     for c in COLUMNS:
         _parse_one(c, format_value(c, out[c]))
     return out
 
 
+def row_regime(row: dict[str, Any]) -> str:
+    """A row's memory regime; rows from before the column existed were priced `cold`."""
+    return row.get("regime") or DEFAULT_REGIME
+
+
 def row_key(row: dict[str, Any]) -> tuple:
-    return tuple("" if row.get(c) is None else str(row.get(c)) for c in KEY_COLUMNS)
+    return tuple(row_regime(row) if c == "regime" else "" if row.get(c) is None else str(row.get(c))
+                 for c in KEY_COLUMNS)

@@ -1,14 +1,17 @@
 """Named sweeps: which workloads, shapes, implementations, chips and compile options run.
 
 A suite is data; `plan(suite, workloads)` expands it into jobs, one per
-(workload, shape, chip, option set), each covering every (impl, dtype) of that workload.
+(workload, shape, chip, option set, memory regime), each covering every (impl, dtype) of that
+workload. A chip may be a config with overrides (`mtia2i@dma.latency_cycles=400`,
+backend/configs): the sensitivity suite prices the same kernels with one assumption changed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from backend.configs import DEFAULT_CHIP, available_chips
+from backend.configs import DEFAULT_CHIP, available_chips, base_chip, pricing_only, variant_name
+from backend.regimes import DEFAULT_REGIME
 from study.compile_options import ABLATIONS
 from study.registry import Workload
 
@@ -32,6 +35,10 @@ class Suite:
     primary_only: bool = False          # one representative shape per workload (PRIMARY)
     first_dtype_only: bool = False      # the workload's first declared dtype only
     workloads: frozenset[str] | None = None
+    regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # memory regimes (backend/regimes.py) each job runs in
+    # price chips that differ from another chip of the suite only in timing-model keys
+    # (backend.configs.pricing_only) from that chip's run instead of running them again
+    reprice: bool = False
 
 
 # The representative production shape of each workload: the one shape the sweeps that multiply
@@ -50,6 +57,29 @@ PRIMARY = {
 # A cross-section of the families for the sweeps that multiply the work (ablation, generations).
 CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_bag_sum", "index_select",
                            "flash_attention", "transpose"})
+
+
+# The sensitivity study (F9): each modelling choice no source publishes (the [assumptions]
+# switches of the chip config, flipped, and the numeric ASSUMPTION parameters that move results
+# most, halved and doubled; replace_us is ISCA'25's upper bound, so only smaller is a bound,
+# doubled is asked for completeness) applied to the default chip one at a time.
+SENSITIVITY: dict[str, tuple] = {
+    "assumptions.dispatch": ("static",),
+    "assumptions.held_tiles": ("charged",),
+    "assumptions.resident_issue_streams": (False,),
+    "assumptions.program_overlap": (False,),
+    "assumptions.llc_output_rule": ("writeback",),
+    "dma.fixed_cycles": (8, 32),
+    "dma.latency_cycles": (100, 400),
+    "dma.run_cycles": (0.125, 0.5),
+    "command_processor.issue_cycles": (0.5, 2),
+    "launch.replace_us": (0.25, 1.0),
+}
+
+
+def sensitivity_chips(base: str = DEFAULT_CHIP) -> list[str]:
+    """The base chip, then one variant per (assumption, value) of SENSITIVITY."""
+    return [base] + [variant_name(base, {key: v}) for key, vals in SENSITIVITY.items() for v in vals]
 
 
 def _default_chip() -> list[str]:
@@ -76,10 +106,16 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
           impls=TRITON_IMPLS, options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
           workloads=CROSS_SECTION),
+    Suite("regimes", "full's workloads and shapes, triton and expert, in the resident and writeback memory "
+          "regimes (F1 per regime)", "study", _default_chip, impls=("triton", "expert"), primary_only=True,
+          first_dtype_only=True, regimes=("resident", "writeback")),
+    Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
+          "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
+          first_dtype_only=True, workloads=CROSS_SECTION, reprice=True),
 )}
 
 # What `make reproduce` runs, in order: everything the notebooks read.
-REPRODUCE_SUITES = ("full", "gemm_sweep", "ablation", "generations", "autotune")
+REPRODUCE_SUITES = ("full", "gemm_sweep", "ablation", "generations", "autotune", "sensitivity")
 
 
 @dataclass(frozen=True)
@@ -92,6 +128,12 @@ class Job:
     pairs: tuple[tuple[str, str], ...]   # (impl, dtype) still to measure
     autotune: bool = False
     cached_compile: bool = False
+    regime: str = DEFAULT_REGIME
+    variants: tuple[str, ...] = ()  # chips priced from this job's executed events (Suite.reprice)
+
+    @property
+    def chips(self) -> tuple[str, ...]:
+        return (self.chip,) + self.variants
 
 
 def get_suite(name: str) -> Suite:
@@ -103,8 +145,15 @@ def get_suite(name: str) -> Suite:
 def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = None) -> list[Job]:
     """Jobs of a suite over `workloads` (optionally only those named), in a stable order."""
     jobs = []
-    for chip in suite.chips():
-        for opt in suite.options:
+    chips = suite.chips()
+    priced_from: dict[str, list[str]] = {}
+    if suite.reprice:
+        for c in chips:
+            if base_chip(c) != c and base_chip(c) in chips and pricing_only(c):
+                priced_from.setdefault(base_chip(c), []).append(c)
+    repriced = {c for cs in priced_from.values() for c in cs}
+    for chip in (c for c in chips if c not in repriced):
+        for opt, regime in ((o, r) for o in suite.options for r in suite.regimes):
             for name in sorted(workloads):
                 w = workloads[name]
                 if only and name not in only:
@@ -123,5 +172,6 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                     pick = [x for x in shapes if x.name == PRIMARY.get(name)]
                     shapes = pick or shapes[:1]
                 for s in shapes:
-                    jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile))
+                    jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile,
+                                    regime, tuple(priced_from.get(chip, ()))))
     return jobs

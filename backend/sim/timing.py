@@ -33,7 +33,7 @@ Engine costs (from the cost inputs of backend/sim/isa.py):
   - Atomics: `atomic_cycles` per element on DMA_OUT.
 
 Chip level:
-  - Programs are handed out in linear program-id order (x fastest). `launch.dispatch =
+  - Programs are handed out in linear program-id order (x fastest). `assumptions.dispatch =
     "dynamic"` (the default) gives each one to the PE that can start it first (ties: the lowest
     PE index), as a command processor handing out jobs would; "static" puts program i on PE
     i mod n_pe. Programs of equal length land the same way under both. A PE runs its
@@ -41,7 +41,7 @@ Chip level:
     and never less than the off-chip bytes / off-chip bandwidth. When the compiler marks a
     program `program_pipeline = d` (its buffers fit local memory d times), consecutive programs
     on a PE overlap: each resident program has its own issue context (the command processor
-    interleaves their streams), program j starts `replace_us` after program j-1 started and
+    interleaves their streams; `resident_issue_streams = false`: one stream), program j starts `replace_us` after program j-1 started and
     not before program j-d finished (whose buffers it reuses); the engines are shared, in
     program order, with their state carried from one program to the next.
   - Shared bandwidth: the on-chip SRAM and the off-chip level are shared by the PEs active at
@@ -54,11 +54,17 @@ Chip level:
     footprint (unique bytes read + the sizes of the tensors written) exceeds the LLC, re-reads
     hit with probability llc_bytes / footprint. Spreading
     (rather than charging the first reader) keeps the result independent of program order,
-    as PEs in flight together share the misses. `resident=` names tensors already in SRAM.
+    as PEs in flight together share the misses. `resident=` names tensors already in SRAM
+    (`True`, the `resident` memory regime: every input, while the footprint fits the LLC).
   - Writes go to the SRAM; their write-back to off-chip is counted in bytes (lpddr_write) but
     is off the critical path while the footprint fits the LLC (the next kernel reads the
     result on-chip), on it (at the off-chip share) otherwise. This is what lets a 2048^3 GEMM
     reach the >92% of peak ISCA'25 measured; study/roofline.py counts bytes the same way.
+    `writeback=True` (the `writeback` memory regime) or `assumptions.llc_output_rule =
+    "writeback"` puts the write-back on the critical path always.
+  - The switches of the config's [assumptions] section (dispatch, held_tiles,
+    resident_issue_streams, program_overlap, llc_output_rule) turn the modelling choices below
+    that no source publishes on or off; docs/study.md lists them.
   - A load the compiler marks `pe_resident` (the same tile in every program: weights, biases)
     is transferred by a PE's first program only; later programs on that PE find it in local
     memory, unless the launch writes that tensor.
@@ -117,10 +123,18 @@ class ChipModel:
         self.llc_bytes = int(chip["sram"].get("llc_bytes", chip["sram"]["bytes"]))
         self.launch_cycles = chip["launch"]["launch_us"] * 1e3 * ghz
         self.replace_cycles = chip["launch"]["replace_us"] * 1e3 * ghz
-        self.dispatch = chip["launch"].get("dispatch", "dynamic")
-        if self.dispatch not in ("dynamic", "static"):
-            raise ValueError(f"chip '{self.name}': launch.dispatch must be 'dynamic' or 'static', "
-                             f"got {self.dispatch!r}")
+        # the config's [assumptions] (modelling choices no source publishes; docs/study.md)
+        a = chip.get("assumptions", {})
+        self.dispatch = a.get("dispatch", chip["launch"].get("dispatch", "dynamic"))
+        self.held_tiles = a.get("held_tiles", "held") == "held"
+        self.issue_streams = bool(a.get("resident_issue_streams", True))
+        self.program_overlap = bool(a.get("program_overlap", True))
+        self.always_writeback = a.get("llc_output_rule", "fits") == "writeback"
+        for key, val, ok in (("dispatch", self.dispatch, ("dynamic", "static")),
+                             ("held_tiles", a.get("held_tiles", "held"), ("held", "charged")),
+                             ("llc_output_rule", a.get("llc_output_rule", "fits"), ("fits", "writeback"))):
+            if val not in ok:
+                raise ValueError(f"chip '{self.name}': assumptions.{key} must be one of {ok}, got {val!r}")
         cp = chip["command_processor"]
         self.issue = float(cp["issue_cycles"])
         self.scalar = float(cp["scalar_cycles"])
@@ -323,14 +337,16 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
         if reg in regions:
             u = min(u, regions[reg][1]) if u else regions[reg][1]
         unique[reg] = min(u, total)
-    if resident is True:
-        res_idx = set(read)
-    else:
-        names = set(resident or ())
-        res_idx = {i for i, (name, _) in regions.items() if name in names}
     # the launch's footprint in the LLC: what it reads plus what it writes (once per tensor)
     footprint = sum(unique.values()) + sum(regions[r][1] for r in stored if r is not None and r in regions and r not in unique)
     hit = 1.0 if footprint <= m.llc_bytes else m.llc_bytes / footprint
+    if resident is True:
+        # every input in SRAM (the `resident` regime): only while the footprint fits the LLC,
+        # the same rule that keeps outputs on-chip; a larger launch reads cold
+        res_idx = set(read) if hit == 1.0 else set()
+    else:
+        names = set(resident or ())
+        res_idx = {i for i, (name, _) in regions.items() if name in names}
     frac = {}
     for reg, total in read.items():
         if reg in res_idx or total == 0:
@@ -345,9 +361,11 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
 # ----------------------------------------------------------------------------- pricing
 
 def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
-                 resident: Iterable[str] | bool = ()) -> LaunchTiming:
+                 resident: Iterable[str] | bool = (), writeback: bool = False) -> LaunchTiming:
     """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
-    `resident` names tensor arguments already in on-chip SRAM (True: all of them)."""
+    `resident` names tensor arguments already in on-chip SRAM (True: all of them);
+    `writeback`: outputs go back off-chip on the critical path even when the footprint fits
+    the LLC (the memory regime's output half, backend/regimes.py)."""
     m = ChipModel(chip)
     prepare(program)
     n_prog = len(traces)
@@ -356,7 +374,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         return LaunchTiming(int(math.ceil(cyc)), cyc / (m.clock_ghz * 1e3), chip=m.name)
     n_active = min(m.n_pe, n_prog)
     frac, mem_detail, written = _read_fractions(traces, m, resident)
-    spill = mem_detail["llc_hit_rate_on_reuse"] < 1.0
+    # writes pay the off-chip share when the footprint spills the LLC, or when the regime (or
+    # the config's llc_output_rule) sends every output back off-chip
+    spill = mem_detail["llc_hit_rate_on_reuse"] < 1.0 or writeback or m.always_writeback
     sram_share = min(m.sram_bpc / n_active, m.local_bpc)
     off_share = min(m.off_bpc / n_active, m.local_bpc)
     pe_time = [0.0] * m.n_pe
@@ -374,7 +394,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # the control core has issued this one, in the same memory; the command processor's
     # dependency checks make each of its writes wait for this program's last access to that
     # memory (two programs in flight at most)
-    shared = depth == 1 and bool(meta.get("program_overlap"))
+    shared = depth == 1 and bool(meta.get("program_overlap")) and m.program_overlap
     if shared:
         depth = 2
         conflicts = program._tconflicts
@@ -382,6 +402,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
     issued = [0.0] * m.n_pe        # when the control core issued a PE's latest program
+    # without per-program issue contexts a pipelined program's stream starts after the previous
+    # program's last instruction is issued (one in-order command processor stream)
+    gate_issue = shared or not m.issue_streams
     memory: list = [None] * m.n_pe  # shared: (last access, last write) per reg of the PE's latest program
     starts = [0.0] * m.n_pe
     dynamic = m.dispatch == "dynamic"
@@ -390,7 +413,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
         start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles,
-                            issued if shared else None)
+                            issued if gate_issue else None)
         prior = mem_out = None
         if shared:
             mem_out = ({}, {})
@@ -411,7 +434,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         pe_programs[pe] += 1
         if dynamic:
             heapq.heappush(heap, (_next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None,
-                                              m.replace_cycles, issued if shared else None), pe))
+                                              m.replace_cycles, issued if gate_issue else None), pe))
     slowest = max(pe_time)
     off_bytes = acc["off_read"] + (acc["off_write"] if spill else 0.0)
     off_bound = off_bytes / m.off_bpc
@@ -583,8 +606,10 @@ def _schedule(events: list, t0: float, m: ChipModel, frac: dict, sram_share: flo
                 local += 2 * b
             else:  # a view (broadcast, unit-dim reshape): strides change, no data moves;
                 continue  # its readers read the source (prepare() aliases the view to it)
-        elif k == K_DMA_IN and warm and ins._tres and written is not None and c.get("region") not in written:
+        elif k == K_DMA_IN and warm and ins._tres and m.held_tiles and written is not None \
+                and c.get("region") not in written:
             # a program-invariant tile the PE already holds from its previous program
+            # (assumptions.held_tiles = "held"; "charged" prices it as any other load)
             dur = fixed[e]
             held = True
         elif k == K_DMA_IN or k == K_DMA_OUT:

@@ -116,11 +116,10 @@ def _launch_timing(prog, grid, args):
 
     from backend import driver
     from backend.sim.executor import execute
-    from backend.sim.timing import price_launch
     t0 = time.perf_counter()
     chip = load_chip(driver.DEVICE.chip)
     traces = execute(prog, grid, args, mode="timing")
-    t = price_launch(prog, traces, chip)
+    t = driver.price(prog, traces, chip)  # the driver's memory regime, as for every launch
     rec = driver.KernelRecord(prog.name, grid, chip["name"], t.cycles, t.time_us, time.perf_counter() - t0, t)
     driver.DEVICE.clock_us += t.time_us
     for fn in list(driver.DEVICE.listeners):

@@ -50,3 +50,16 @@ def test_malformed_lines_are_reported(tmp_path, damage, line):
     with pytest.raises(CorruptResultsError) as e:
         read_rows(p)
     assert e.value.line == line
+
+
+def test_rows_without_a_regime_read_as_cold_and_the_file_takes_new_rows(tmp_path):
+    old = [c for c in COLUMNS if c != "regime"]
+    assert COLUMNS[-1] == "regime"  # added at the end: an older header is a prefix
+    p = tmp_path / "old.csv"
+    r = dict(_row(0), notes="")
+    p.write_text(",".join(old) + "\n" + ",".join("" if r.get(c) is None else str(r[c]) for c in old) + "\n")
+    assert read_rows(p)[0]["regime"] == "cold"
+    append_rows(p, [dict(_row(1), regime="resident")])
+    rows = read_rows(p)
+    assert [x["regime"] for x in rows] == ["cold", "resident"]
+    assert p.read_text().splitlines()[0].split(",") == list(COLUMNS)

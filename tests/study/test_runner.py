@@ -61,3 +61,30 @@ def test_ablation_options_reach_the_backend(tmp_path):
     cycles = {r["options"]: r["cycles"] for r in read_rows(s.path)}
     assert set(cycles) == {"default", "no_structured_dma"}
     assert cycles["no_structured_dma"] != cycles["default"]  # the scalar path prices differently
+
+
+def test_rows_carry_their_regime_and_regimes_resume(tmp_path):
+    import dataclasses
+    suite = dataclasses.replace(QUICK, impls=("triton",), regimes=("cold", "resident", "writeback"))
+    s = run_suite(suite, make_workloads((1 << 16,)), tmp_path, workers=1, pass_workloads=True)
+    rows = read_rows(s.path)
+    cycles = {r["regime"]: r["cycles"] for r in rows}
+    assert s.errors == [] and set(cycles) == {"cold", "resident", "writeback"} and all(r["correct"] for r in rows)
+    assert cycles["resident"] < cycles["cold"] < cycles["writeback"]
+    again = run_suite(suite, make_workloads((1 << 16,)), tmp_path, workers=1, pass_workloads=True)
+    assert again.jobs == 0 and again.skipped_done == 3
+
+
+def test_repriced_chips_get_their_rows_and_resume(tmp_path):
+    import dataclasses
+    chips = ["mtia2i", "mtia2i@dma.latency_cycles=400", "mtia2i@dma.fixed_cycles=32"]
+    suite = dataclasses.replace(QUICK, impls=("triton",), chips=lambda: chips, reprice=True)
+    s = run_suite(suite, make_workloads(), tmp_path, workers=1, pass_workloads=True)
+    rows = read_rows(s.path)
+    # the latency variant is priced from the base run; fixed_cycles (read by the expert GEMM's
+    # tiling) runs as a job of its own
+    assert s.errors == [] and s.jobs == 2 and sorted(r["chip"] for r in rows) == sorted(chips)
+    cycles = {r["chip"]: r["cycles"] for r in rows}
+    assert cycles[chips[1]] > cycles[chips[0]]
+    again = run_suite(suite, make_workloads(), tmp_path, workers=1, pass_workloads=True)
+    assert again.jobs == 0 and len(read_rows(s.path)) == 3
