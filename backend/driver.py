@@ -74,11 +74,12 @@ def current_regime() -> Regime:
     return get_regime(DEVICE.regime)
 
 
-def price(program: Any, traces: list, chip: dict[str, Any]) -> Any:
-    """Price a launch's executed traces on `chip` in the current memory regime: the one place
-    the driver and the expert library's timing-only path price a launch, so both agree."""
+def price(program: Any, traces: list, chip: dict[str, Any], regime: str | None = None) -> Any:
+    """Price a launch's executed traces on `chip` in the current memory regime (or `regime`):
+    the one place the driver and the expert library's timing-only path price a launch, so both
+    agree."""
     from backend.sim.timing import price_launch
-    r = current_regime()
+    r = current_regime() if regime is None else get_regime(regime)
     return price_launch(program, traces, chip, trace=DEVICE.trace, resident=r.inputs_resident,
                         writeback=r.writeback)
 
@@ -95,13 +96,14 @@ def keep_traces() -> Iterator[None]:
         DEVICE.keep_traces = old
 
 
-def reprice(rec: KernelRecord, chip: str) -> Any:
+def reprice(rec: KernelRecord, chip: str, regime: str | None = None) -> Any:
     """The LaunchTiming of a launch recorded inside keep_traces(), priced on `chip` in the
-    current memory regime. Equal to launching again on `chip` when `chip` changes nothing the
-    compiler or the executor reads (backend.configs.PRICING_ONLY)."""
+    current memory regime (or `regime`). Equal to launching again on `chip` in that regime when
+    `chip` changes nothing the compiler or the executor reads (backend.configs.PRICING_ONLY):
+    a regime never does."""
     if rec.traces is None:
         raise ValueError(f"launch of '{rec.name}' was not recorded inside keep_traces()")
-    return price(rec.program, rec.traces, load_chip(chip))
+    return price(rec.program, rec.traces, load_chip(chip), regime)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # F10: simulator speed, before and after, and what `make reproduce` costs
 #

@@ -28,7 +28,7 @@
 # `writeback` = inputs cold and outputs written back to LPDDR on the critical path. The regime
 # is part of every claim read from this figure: both sides are priced in the same regime.
 #
-# Reads `results/raw/full.csv` and, when present, `results/raw/regimes.csv`.
+# Reads `results/raw/full.csv` (each run's executed events are priced in every regime).
 #
 # How to read it: log x axis; right of 1x Triton is faster, left slower. The dashed line is the
 # geometric mean over every dot of the panel, the dotted line the 0.8x floor. The table printed
@@ -50,11 +50,11 @@ sys.path.insert(0, os.getcwd())  # this tree's packages first, as in a kernel st
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, raw_exists, save_figure, style, write_table
+from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, save_figure, style, write_table
 style()
 
 # %%
-df = need(load(["full"] + (["regimes"] if raw_exists("regimes") else [])), "the full suite")
+df = need(load(["full"]), "the full suite")
 if "regime" not in df.columns:
     df["regime"] = "cold"
 df["regime"] = df["regime"].fillna("cold")

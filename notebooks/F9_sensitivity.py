@@ -36,7 +36,7 @@
 # variant. Both sides are priced by the same model, so a variant that slows both alike leaves
 # the ratio unchanged: the figure says how much the *comparison* depends on each assumption,
 # not how much absolute times do. The memory regime (inputs resident in SRAM, outputs written
-# back) is the other large modelling choice; suite `regimes` measures it on every workload.
+# back) is the other large modelling choice; the `full` suite prices every workload and shape in each regime (F1).
 #
 # Run it with `python notebooks/F9_sensitivity.py` from the repository root (in the project's
 # venv), or open it in Jupyter (jupytext); `make reproduce` executes it into

@@ -178,11 +178,13 @@ def config_label(config: Any) -> str:
 
 def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
             base: dict[str, Any], autotune: bool = False, cached_compile: bool = False,
-            variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+            variants: tuple[str, ...] = (), regimes: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Rows for one (workload, impl, shape, dtype, chip): the measurement, plus one row per
     autotuning config when `autotune` and the impl's source is a triton.autotune kernel, plus
     one row per chip of `variants` (configs differing from `chip` only in keys the timing model
-    alone reads, backend.configs.pricing_only): the same launches' executed events priced on it."""
+    alone reads, backend.configs.pricing_only): the same launches' executed events priced on it,
+    plus one row per memory regime of `regimes` (backend/regimes.py), priced the same way: a
+    regime changes only the price of a launch, never its events."""
     fn: Callable = w.impls[impl]
     flops, nbytes = int(w.flops(shape.params, dtype)), int(w.bytes(shape.params, dtype))
     row: dict[str, Any] = dict(base, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
@@ -199,14 +201,15 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     try:
         # one call: its compiles are timed inside Triton's compile (compile_s), its launches
         # are the measurement; simulating a study shape twice would double the sweep
+        repriced = bool(variants or regimes)
         with watch_compiles() as cold_log, record_launches() as recs, \
-                keep_traces() if variants else contextlib.nullcontext():
+                keep_traces() if repriced else contextlib.nullcontext():
             t0 = time.perf_counter()
             out = fn(**_clone(inputs))
             cold_wall = time.perf_counter() - t0
         warm_wall = sum(r.sim_wall_s for r in recs)
         if [len(t.cache) for t in all_tuners] != tuned_before:
-            with record_launches() as recs:
+            with record_launches() as recs, keep_traces() if repriced else contextlib.nullcontext():
                 out = fn(**_clone(inputs))
             notes.append("autotuning launches excluded: measured on a second call with the chosen config")
         cached_s = None
@@ -258,6 +261,14 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
                          time_us=v_us if recs else None, sim_wall_s=time.perf_counter() - t0,
                          notes="; ".join(notes + [f"priced from the {chip} run's executed events"]),
                          **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes, regime)))
+    for g in regimes:
+        t0 = time.perf_counter()
+        gt = [reprice(r, chip, g) for r in recs]
+        g_us = sum(t.time_us for t in gt)
+        rows.append(dict(row, regime=g, cycles=sum(t.cycles for t in gt) if recs else None,
+                         time_us=g_us if recs else None, sim_wall_s=time.perf_counter() - t0,
+                         notes="; ".join(notes + [f"priced in the {g} regime from the {regime} run's executed events"]),
+                         **derived(flops, nbytes, dtype, chip, g_us if recs else 0.0, out_bytes, g)))
     for r in recs:  # the traces are large: free them with the job, not with the records
         r.program = r.traces = None
     for t in tuners:

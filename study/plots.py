@@ -46,11 +46,6 @@ def load(suites: Iterable[str] | None = None, require: Iterable[str] = ()) -> An
     return df
 
 
-def raw_exists(suite: str) -> bool:
-    """Whether a suite's raw file is there (for a notebook's optional extra input)."""
-    return (results_dir() / "raw" / f"{suite}.csv").exists()
-
-
 def need(df: Any, what: str) -> Any:
     """Fail loudly when a notebook's selection is empty: a blank figure would mislead."""
     if len(df) == 0:

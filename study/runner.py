@@ -113,7 +113,8 @@ def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
             continue
         try:
             rows.extend(measure(w, impl, shape, dtype, job.chip, inputs, ref, b,
-                                autotune=job.autotune, cached_compile=job.cached_compile, variants=job.variants))
+                                autotune=job.autotune, cached_compile=job.cached_compile, variants=job.variants,
+                                regimes=job.priced_regimes))
         except NotImplementedError:
             skipped += 1
     return rows, skipped
@@ -134,9 +135,10 @@ def _pending(jobs: list[Job], done: set[tuple], workloads: dict[str, Workload], 
         label = next(s.label for s in w.shapes if s.name == j.shape)
         # a pair is measured again when any chip it prices lacks its row (the parent then
         # writes only the missing rows)
+        regimes = (j.regime or DEFAULT_REGIME,) + j.priced_regimes
         todo = tuple(p for p in j.pairs
-                     if any((sha, j.workload, p[0], label, p[1], c, j.options or DEFAULT_OPTIONS, "",
-                             j.regime or DEFAULT_REGIME) not in done for c in j.chips))
+                     if any((sha, j.workload, p[0], label, p[1], c, j.options or DEFAULT_OPTIONS, "", g) not in done
+                            for c in j.chips for g in regimes))
         skipped += len(j.pairs) - len(todo)
         if todo:
             out.append(replace(j, pairs=todo))
@@ -374,7 +376,7 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
     n = workers if workers is not None else (os.cpu_count() or 1)
 
     def record(job: Job, rows: list[dict[str, Any]], skipped: int) -> None:
-        if job.variants:  # a resumed job re-prices chips whose rows are already written
+        if job.variants or job.priced_regimes:  # a resumed job re-prices rows already written
             rows = [r for r in rows if row_key(dict(r, options=r.get("options") or DEFAULT_OPTIONS,
                                                     config=r.get("config") or "")) not in done]
         if rows:

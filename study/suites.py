@@ -39,6 +39,9 @@ class Suite:
     # price chips that differ from another chip of the suite only in timing-model keys
     # (backend.configs.pricing_only) from that chip's run instead of running them again
     reprice: bool = False
+    # memory regimes priced from each job's executed events besides the job's own (a regime
+    # changes only the price of a launch): every regime for the cost of one execution
+    priced_regimes: tuple[str, ...] = ()
 
 
 # The representative production shape of each workload: the one shape the sweeps that multiply
@@ -65,7 +68,7 @@ CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_b
 # doubled is asked for completeness) applied to the default chip one at a time.
 SENSITIVITY: dict[str, tuple] = {
     "assumptions.dispatch": ("static",),
-    "assumptions.held_tiles": ("charged",),
+    "assumptions.held_tiles": ("held",),
     "assumptions.resident_issue_streams": (False,),
     "assumptions.program_overlap": (False,),
     "assumptions.llc_output_rule": ("writeback",),
@@ -95,8 +98,8 @@ def _is_autotuned(w: Workload) -> bool:
 SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
           lambda: ["mtia2i"]),
-    Suite("full", "every study shape and dtype of every workload on the default chip (T2, F1, F2)",
-          "study", _default_chip),
+    Suite("full", "every study shape and dtype of every workload on the default chip, priced in every memory "
+          "regime (T2, F1, F2)", "study", _default_chip, priced_regimes=("resident", "writeback")),
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,
@@ -106,9 +109,6 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
           impls=TRITON_IMPLS, options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
           workloads=CROSS_SECTION),
-    Suite("regimes", "full's workloads and shapes, triton and expert, in the resident and writeback memory "
-          "regimes (F1 per regime)", "study", _default_chip, impls=("triton", "expert"), primary_only=True,
-          first_dtype_only=True, regimes=("resident", "writeback")),
     Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
           "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
           first_dtype_only=True, workloads=CROSS_SECTION, reprice=True),
@@ -130,6 +130,7 @@ class Job:
     cached_compile: bool = False
     regime: str = DEFAULT_REGIME
     variants: tuple[str, ...] = ()  # chips priced from this job's executed events (Suite.reprice)
+    priced_regimes: tuple[str, ...] = ()  # regimes priced from this job's executed events
 
     @property
     def chips(self) -> tuple[str, ...]:
@@ -173,5 +174,6 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                     shapes = pick or shapes[:1]
                 for s in shapes:
                     jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile,
-                                    regime, tuple(priced_from.get(chip, ()))))
+                                    regime, tuple(priced_from.get(chip, ())),
+                                    tuple(g for g in suite.priced_regimes if g != regime)))
     return jobs

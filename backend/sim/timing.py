@@ -66,8 +66,10 @@ Chip level:
     resident_issue_streams, program_overlap, llc_output_rule) turn the modelling choices below
     that no source publishes on or off; docs/study.md lists them.
   - A load the compiler marks `pe_resident` (the same tile in every program: weights, biases)
-    is transferred by a PE's first program only; later programs on that PE find it in local
-    memory, unless the launch writes that tensor.
+    is priced like any other load by default (`assumptions.held_tiles = "charged"`); with
+    "held" it is transferred by a PE's first program only and later programs on that PE find
+    it in local memory, unless the launch writes that tensor (a timing-only credit: nothing in
+    the program keeps the tile, so it is an assumption the sensitivity suite varies).
   - Index-driven DMA (gathers) gets no re-read credit: every gathered byte counts as a first
     read, since which rows repeat depends on the indices (embedding tables are mostly larger
     than the LLC anyway).
@@ -126,12 +128,12 @@ class ChipModel:
         # the config's [assumptions] (modelling choices no source publishes; docs/study.md)
         a = chip.get("assumptions", {})
         self.dispatch = a.get("dispatch", chip["launch"].get("dispatch", "dynamic"))
-        self.held_tiles = a.get("held_tiles", "held") == "held"
+        self.held_tiles = a.get("held_tiles", "charged") == "held"
         self.issue_streams = bool(a.get("resident_issue_streams", True))
         self.program_overlap = bool(a.get("program_overlap", True))
         self.always_writeback = a.get("llc_output_rule", "fits") == "writeback"
         for key, val, ok in (("dispatch", self.dispatch, ("dynamic", "static")),
-                             ("held_tiles", a.get("held_tiles", "held"), ("held", "charged")),
+                             ("held_tiles", a.get("held_tiles", "charged"), ("held", "charged")),
                              ("llc_output_rule", a.get("llc_output_rule", "fits"), ("fits", "writeback"))):
             if val not in ok:
                 raise ValueError(f"chip '{self.name}': assumptions.{key} must be one of {ok}, got {val!r}")

@@ -18,7 +18,7 @@ SOURCES = notebook_sources()
 
 def test_every_table_and_figure_has_a_source():
     ids = sorted(p.stem.split("_", 1)[0] for p in SOURCES)
-    assert ids == sorted([f"F{i}" for i in range(1, 10)] + [f"T{i}" for i in range(1, 5)])
+    assert ids == sorted([f"F{i}" for i in range(1, 11)] + [f"T{i}" for i in range(1, 5)])
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])

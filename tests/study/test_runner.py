@@ -88,3 +88,17 @@ def test_repriced_chips_get_their_rows_and_resume(tmp_path):
     assert cycles[chips[1]] > cycles[chips[0]]
     again = run_suite(suite, make_workloads(), tmp_path, workers=1, pass_workloads=True)
     assert again.jobs == 0 and len(read_rows(s.path)) == 3
+
+
+def test_priced_regimes_equal_running_in_each_regime(tmp_path):
+    import dataclasses
+    ran = dataclasses.replace(QUICK, impls=("triton",), regimes=("cold", "resident", "writeback"))
+    priced = dataclasses.replace(QUICK, impls=("triton",), priced_regimes=("resident", "writeback"))
+    a = run_suite(ran, make_workloads((1 << 16,)), tmp_path / "ran", workers=1, pass_workloads=True)
+    b = run_suite(priced, make_workloads((1 << 16,)), tmp_path / "priced", workers=1, pass_workloads=True)
+    cyc = lambda s: {r["regime"]: r["cycles"] for r in read_rows(s.path)}  # noqa: E731
+    # one execution per job, three rows: the same cycles as a run in each regime
+    assert b.errors == [] and b.jobs == 1 and cyc(b) == cyc(a) and len(cyc(b)) == 3
+    assert "priced in the resident regime" in next(r["notes"] for r in read_rows(b.path) if r["regime"] == "resident")
+    again = run_suite(priced, make_workloads((1 << 16,)), tmp_path / "priced", workers=1, pass_workloads=True)
+    assert again.jobs == 0 and len(read_rows(b.path)) == 3
