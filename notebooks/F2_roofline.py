@@ -49,7 +49,8 @@ style()
 from study.roofline import chip_peaks, ridge_point
 df = need(load(["full"]), "the full suite")
 chip = "mtia2i" if "mtia2i" in set(df.chip) else df.chip.mode()[0]
-df = df[(df.options == "default") & (df.config == "") & (df.chip == chip) & df.correct & (df.flops > 0) & df.time_us.notna()]
+# the cold regime (inputs from LPDDR): the regime the LPDDR roof is drawn for; F1 shows the others
+df = df[(df.options == "default") & (df.config == "") & (df.chip == chip) & (df.regime == "cold") & df.correct & (df.flops > 0) & df.time_us.notna()]
 need(df, "correct rows with declared flops")
 pk = chip_peaks(chip)
 df = df.assign(achieved=df.flops / (df.time_us * 1e-6) / 1e12)
