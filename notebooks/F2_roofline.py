@@ -15,8 +15,9 @@
 # %% [markdown]
 # # F2: roofline of MTIA 2i with every kernel placed on it
 #
-# Every correct measurement of the `full` suite on mtia2i (Triton and expert) placed on the
-# chip's roofline: the LPDDR5 memory roof and the BF16 and INT8 DPE compute roofs, with the
+# Every correct measurement of the `full` suite on mtia2i (every study shape and dtype, Triton
+# and expert, in the `cold` memory regime the LPDDR roof is drawn for) placed on the chip's
+# roofline: the LPDDR5 memory roof and the BF16 and INT8 DPE compute roofs, with the
 # peaks from `study/roofline.py` (the config's, else the published 177 TFLOPS / 354 TOPS /
 # 204.8 GB/s).
 #
