@@ -71,9 +71,11 @@ no dependence on hash order. Per-instruction spans are only collected with `trac
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Iterable
 
 from backend.sim.isa import ITEMSIZE, registers_in
@@ -453,13 +455,16 @@ def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, 
     return pe_time[pe] + replace
 
 
+_END = itemgetter(1)
+
+
 def _fit(busy: list, s: float, dur: float) -> float:
     """Earliest start >= s of a `dur`-long slot between the engine's busy intervals (sorted,
     disjoint); records the slot. How resident programs interleave on a shared engine."""
-    i = 0
     n = len(busy)
-    while i < n and busy[i][1] <= s:
-        i += 1
+    # the intervals are sorted and disjoint, so their ends are sorted too: bisect to the first
+    # one ending after s (a linear scan here was quadratic in the resident programs' length)
+    i = bisect.bisect_right(busy, s, key=_END)
     while i < n and busy[i][0] < s + dur:
         if busy[i][1] > s:
             s = busy[i][1]
