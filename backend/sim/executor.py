@@ -15,6 +15,7 @@ import torch
 
 from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
                              registers_in)
+from backend.sim.fastpath import specialise
 from backend.sim.memory import GlobalMemory
 
 Event = tuple  # (instr, cost dict or None): one executed instruction
@@ -112,13 +113,17 @@ def _t_dma_load(st: ExecState, ins: Instr) -> dict:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
     r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
-    if not shape or any(s < 0 for s in strides):
+    if not shape:
         return SEMANTICS[ins.op].run(st, ins)
-    sub = [hi - lo for lo, hi in box]
-    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    sub = []
+    start = idx0
     n = 1
-    for d in sub:
-        n *= d
+    for (lo, hi), s in zip(box, strides):
+        if s < 0:
+            return SEMANTICS[ins.op].run(st, ins)
+        sub.append(hi - lo)
+        start += lo * s
+        n *= hi - lo
     _placeholder(st, ins.dst[0], shape, dtype)
     return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
 
@@ -128,11 +133,13 @@ def _t_dma_store(st: ExecState, ins: Instr) -> dict:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
     r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
-    sub = [hi - lo for lo, hi in box]
-    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    sub = []
+    start = idx0
     n = 1
-    for d in sub:
-        n *= max(d, 0)
+    for (lo, hi), s in zip(box, strides):
+        sub.append(hi - lo)
+        start += lo * s
+        n *= max(hi - lo, 0)
     return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
 
 
@@ -152,6 +159,8 @@ def _prepare(block: Block, mode: str = "functional") -> None:
                 "ctl.assert", "ctl.print") else None
             if mode == "timing" and ins.op in TIMING_ONLY:
                 run = TIMING_ONLY[ins.op]
+            elif run is not None:
+                run = specialise(ins) or run
             ins._run = run
             ins._mode = mode
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))
