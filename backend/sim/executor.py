@@ -15,7 +15,7 @@ import torch
 
 from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
                              registers_in)
-from backend.sim.fastpath import specialise
+from backend.sim.fastpath import specialise, without_gc
 from backend.sim.memory import GlobalMemory
 
 Event = tuple  # (instr, cost dict or None): one executed instruction
@@ -248,6 +248,7 @@ def bind_params(program: Program, args: list[Any]) -> dict[str, Any]:
     return regs
 
 
+@without_gc
 def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
             record: bool = True, mode: str = "functional") -> list[ProgramTrace]:
     """Run all programs of `grid`; returns one trace per program (empty events if not record).

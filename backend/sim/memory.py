@@ -188,7 +188,10 @@ class GlobalMemory:
         typed = self.typed(r, dtype)
         value = st.v(ins.args["value"])
         tdt = TORCH_DTYPE[dtype]
-        value = value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)
+        if not isinstance(value, torch.Tensor):
+            value = torch.tensor(value, dtype=tdt)
+        elif value.dtype != tdt:
+            value = value.to(tdt)
         if shape and value.shape != tuple(shape):
             value = value.expand(shape)
         mask_reg = ins.args.get("mask")
@@ -203,7 +206,8 @@ class GlobalMemory:
             if start < 0 or last >= typed.numel():
                 self._check(self._index_tile(sub_shape, start, strides), typed.numel(), r, base_idx, st, ins)
             block = typed.as_strided(sub_shape, strides, start)
-            block.copy_(value[tuple(slice(lo, hi) for lo, hi in box)] if shape else value)
+            full = sub_shape == shape  # the whole tile: no slicing of the value
+            block.copy_(value if full or not shape else value[tuple(slice(lo, hi) for lo, hi in box)])
             n_valid = block.numel()
         else:
             idx = self._index_tile(shape, idx0, strides)

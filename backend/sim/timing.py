@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Iterable
 
+from backend.sim.fastpath import without_gc
 from backend.sim.isa import ITEMSIZE, registers_in
 
 ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
@@ -346,6 +347,7 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
 
 # ----------------------------------------------------------------------------- pricing
 
+@without_gc
 def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                  resident: Iterable[str] | bool = ()) -> LaunchTiming:
     """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
