@@ -159,8 +159,8 @@ def _prepare(block: Block, mode: str = "functional") -> None:
                 "ctl.assert", "ctl.print") else None
             if mode == "timing" and ins.op in TIMING_ONLY:
                 run = TIMING_ONLY[ins.op]
-            elif run is not None:
-                run = specialise(ins) or run
+            if run is not None:
+                run = specialise(ins, mode, run) or run
             ins._run = run
             ins._mode = mode
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))

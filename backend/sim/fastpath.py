@@ -18,9 +18,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import math
 from typing import Any, Callable, Iterator, TypeVar
 
-from backend.sim.isa import INT_BITS, SEMANTICS, ExecState, Instr, _div_trunc_int
+import torch
+
+from backend.sim.isa import (BINARY, INT_BITS, SEMANTICS, TORCH_DTYPE, ExecState, Instr, _div_trunc_int,
+                             _reduce_builtin, widen_fp8)
+from backend.sim.memory import GlobalMemory, _descriptor_plan
 
 Runner = Callable[[ExecState, Instr], Any]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,12 +111,166 @@ def _pid(ins: Instr) -> Runner:
     return run
 
 
+# ----------------------------------------------------------------------------- tile work
+
+def _tile_binary(ins: Instr) -> Runner | None:
+    """simd.binary / sfu.binary on two tile registers (isa._tile_binary)."""
+    fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
+    ra, rb = ins.args["a"], ins.args["b"]
+    if fn in ("sdiv", "srem", "udiv", "urem") or not isinstance(ra, str) or not isinstance(rb, str):
+        return None  # division checks and immediate operands: the generic code
+    op, tdt, dst = BINARY[fn], TORCH_DTYPE[dtype], ins.dst[0]
+    generic = SEMANTICS[ins.op].run
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        a, b = r[ra], r[rb]
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            return generic(st, ins)
+        out = op(widen_fp8(a), widen_fp8(b))
+        if out.dtype != tdt:
+            out = out.to(tdt)
+        r[dst] = out
+        return {"elements": out.numel(), "dtype": dtype}
+    return run
+
+
+def _cast(ins: Instr) -> Runner | None:
+    """simd.cast of a tile between float formats (isa.cast_tensor's plain conversion)."""
+    kind, to = ins.attrs["kind"], ins.attrs["to"]
+    ra = ins.args["a"]
+    if kind not in ("extf", "truncf") or not isinstance(ra, str):
+        return None
+    tdt, dst = TORCH_DTYPE[to], ins.dst[0]
+    generic = SEMANTICS[ins.op].run
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        x = r[ra]
+        if not isinstance(x, torch.Tensor):
+            return generic(st, ins)
+        out = x.to(tdt)
+        r[dst] = out
+        return {"elements": out.numel(), "dtype": to}
+    return run
+
+
+def _reduce(ins: Instr) -> Runner | None:
+    """re.reduce of one tile with a builtin combine (sum / max / min / xor)."""
+    kind, axis = ins.attrs.get("kind"), ins.attrs["axis"]
+    srcs = ins.args["srcs"]
+    if kind is None or len(srcs) != 1 or not isinstance(srcs[0], str) or len(ins.dst) != 1:
+        return None
+    src, dst = srcs[0], ins.dst[0]
+    combine = len(ins.bodies[0].instrs) if ins.bodies else 1
+    generic = SEMANTICS[ins.op].run
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        x = r[src]
+        if not isinstance(x, torch.Tensor):
+            return generic(st, ins)
+        o = _reduce_builtin(x, kind, axis)
+        r[dst] = o if o.dim() > 0 else o.item()
+        return {"elements": x.numel(), "out_elements": o.numel(), "combine_ops": combine}
+    return run
+
+
+# ----------------------------------------------------------------------------- structured DMA
+
+def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | None:
+    """Structured DMA without a mask tile: the descriptor, the box and the cost inputs in one
+    pass (GlobalMemory._descriptor, then the generic semantics' box arithmetic). Anything
+    unusual (a base address not seen yet, a negative stride, a partial box in functional mode,
+    an access that may leave the tensor) runs the generic code, which also reports the errors."""
+    if ins.args.get("mask") is not None:
+        return None
+    dtype, shape, breg, bconst, oreg, oconst, stride_ops, bound_ops, const_box = _descriptor_plan(ins)
+    if not shape or math.prod(shape) == 0:
+        return None
+    ins._dplan = (dtype, shape, breg, bconst, oreg, oconst, stride_ops, bound_ops, const_box)
+    tdt = TORCH_DTYPE[dtype]
+    tshape = torch.Size(shape)
+    dst = None if store else ins.dst[0]
+    cost = GlobalMemory._dma_cost
+    vreg = ins.args.get("value") if store else None
+    if store and not isinstance(vreg, str):
+        return None
+    all_regs = all(x is not None for x, _ in stride_ops)
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r_ = st.r
+        mem = st.memory
+        hit = mem._bases.get((int(r_[breg]) if breg is not None else bconst, dtype))
+        if hit is None:
+            return generic(st, ins)  # finds (and caches) the region, or reports the bad address
+        reg, base_idx = hit
+        start = base_idx + (int(r_[oreg]) if oreg is not None else oconst)
+        strides = [int(r_[x]) for x, _ in stride_ops] if all_regs else \
+            [int(r_[x]) if x is not None else c for x, c in stride_ops]
+        sub = []
+        n = 1
+        if const_box is not None:
+            box = const_box
+        else:
+            box = []
+            for d, lreg, lconst, hreg, hconst in bound_ops:
+                lo = lconst if lreg is None else max(0, int(r_[lreg]))
+                hi = hconst if hreg is None else min(d, int(r_[hreg]))
+                box.append((lo, hi if hi > lo else lo))
+        for (lo, hi), s in zip(box, strides):
+            if s < 0:
+                return generic(st, ins)
+            sub.append(hi - lo)
+            start += lo * s
+            n *= hi - lo
+        if timing:
+            if not store:
+                cur = r_.get(dst)
+                if not (isinstance(cur, torch.Tensor) and cur.dtype == tdt and cur.shape == tshape):
+                    r_[dst] = torch.zeros(shape, dtype=tdt)
+            return cost(reg, dtype, n, shape, strides, start, sub)
+        if n != tshape.numel() or start < 0:
+            return generic(st, ins)
+        typed = mem._typed.get((reg.index, dtype))
+        if typed is None:
+            return generic(st, ins)
+        last = start
+        for d, s in zip(sub, strides):
+            last += (d - 1) * s
+        if last >= typed.numel():
+            return generic(st, ins)
+        block = typed.as_strided(sub, strides, start)
+        if store:
+            value = r_[vreg]
+            # the generic store copies through a strided view only for positive strides that
+            # do not overlap (else it scatters element by element)
+            if not isinstance(value, torch.Tensor) or value.dtype != tdt or value.shape != tshape \
+                    or 0 in strides or not _non_overlapping(sub, strides):
+                return generic(st, ins)
+            block.copy_(value)
+        else:
+            r_[dst] = block.clone()
+        return cost(reg, dtype, n, shape, strides, start, sub)
+    return run
+
+
+def _non_overlapping(shape: list[int], strides: list[int]) -> bool:
+    from backend.sim.memory import _non_overlapping as check
+    return check(shape, strides)
+
+
 _SPECIALISE: dict[str, Callable[[Instr], Runner | None]] = {
     "scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid,
 }
+_FUNCTIONAL: dict[str, Callable[[Instr], Runner | None]] = {
+    "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.cast": _cast, "re.reduce": _reduce,
+}
 
 
-def specialise(ins: Instr) -> Runner | None:
-    """A runner for `ins` equivalent to SEMANTICS[ins.op].run, or None (use the generic one)."""
-    make = _SPECIALISE.get(ins.op)
+def specialise(ins: Instr, mode: str, generic: Runner) -> Runner | None:
+    """A runner for `ins` equivalent to `generic` (its semantics in `mode`), or None."""
+    if ins.op in ("dma_in.load", "dma_out.store"):
+        return _dma(ins, ins.op == "dma_out.store", mode == "timing", generic)
+    make = _SPECIALISE.get(ins.op) or (_FUNCTIONAL.get(ins.op) if mode == "functional" else None)
     return make(ins) if make is not None else None
