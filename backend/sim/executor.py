@@ -39,7 +39,13 @@ def _placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch
     tdt = TORCH_DTYPE[dtype]
     if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
         return cur
-    t = torch.zeros(shape, dtype=tdt)
+    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
+    # register's tensor in place, and in this mode tile contents are meaningless anyway
+    zeros = st.memory.placeholders
+    key = (tdt, tuple(shape))
+    t = zeros.get(key)
+    if t is None:
+        t = zeros[key] = torch.zeros(shape, dtype=tdt)
     st.r[reg] = t
     return t
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (BINARY, INT_BITS, SEMANTICS, TORCH_DTYPE, ExecState, Instr, _div_trunc_int,
+from backend.sim.isa import (BINARY, INT_BITS, TORCH_DTYPE, ExecState, Instr, _div_trunc_int,
                              _reduce_builtin, widen_fp8)
 from backend.sim.memory import GlobalMemory, _descriptor_plan
 
@@ -59,7 +59,7 @@ def _operand(x: Any) -> tuple[str | None, Any]:
     return None, x
 
 
-def _int_binary(ins: Instr) -> Runner | None:
+def _int_binary(ins: Instr, generic: Runner) -> Runner | None:
     fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
     bits = INT_BITS.get(dtype)
     if bits is None or bits == 1 or fn not in _INT_FNS:
@@ -73,7 +73,6 @@ def _int_binary(ins: Instr) -> Runner | None:
     op = _INT_FNS[fn]
     mask, sign, full = (1 << bits) - 1, 1 << (bits - 1), 1 << bits
     dst = ins.dst[0]
-    generic = SEMANTICS[ins.op].run
     divides = fn in ("sdiv", "srem")
 
     def run(st: ExecState, ins: Instr) -> None:
@@ -95,7 +94,7 @@ _INT_FNS: dict[str, Callable[[int, int], int]] = {
 }
 
 
-def _const(ins: Instr) -> Runner:
+def _const(ins: Instr, generic: Runner) -> Runner:
     dst, value = ins.dst[0], ins.attrs["value"]
 
     def run(st: ExecState, ins: Instr) -> None:
@@ -103,7 +102,7 @@ def _const(ins: Instr) -> Runner:
     return run
 
 
-def _pid(ins: Instr) -> Runner:
+def _pid(ins: Instr, generic: Runner) -> Runner:
     dst, axis = ins.dst[0], ins.attrs["axis"]
 
     def run(st: ExecState, ins: Instr) -> None:
@@ -113,14 +112,13 @@ def _pid(ins: Instr) -> Runner:
 
 # ----------------------------------------------------------------------------- tile work
 
-def _tile_binary(ins: Instr) -> Runner | None:
+def _tile_binary(ins: Instr, generic: Runner) -> Runner | None:
     """simd.binary / sfu.binary on two tile registers (isa._tile_binary)."""
     fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
     ra, rb = ins.args["a"], ins.args["b"]
     if fn in ("sdiv", "srem", "udiv", "urem") or not isinstance(ra, str) or not isinstance(rb, str):
         return None  # division checks and immediate operands: the generic code
     op, tdt, dst = BINARY[fn], TORCH_DTYPE[dtype], ins.dst[0]
-    generic = SEMANTICS[ins.op].run
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
@@ -135,14 +133,13 @@ def _tile_binary(ins: Instr) -> Runner | None:
     return run
 
 
-def _cast(ins: Instr) -> Runner | None:
+def _cast(ins: Instr, generic: Runner) -> Runner | None:
     """simd.cast of a tile between float formats (isa.cast_tensor's plain conversion)."""
     kind, to = ins.attrs["kind"], ins.attrs["to"]
     ra = ins.args["a"]
     if kind not in ("extf", "truncf") or not isinstance(ra, str):
         return None
     tdt, dst = TORCH_DTYPE[to], ins.dst[0]
-    generic = SEMANTICS[ins.op].run
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
@@ -155,7 +152,7 @@ def _cast(ins: Instr) -> Runner | None:
     return run
 
 
-def _reduce(ins: Instr) -> Runner | None:
+def _reduce(ins: Instr, generic: Runner) -> Runner | None:
     """re.reduce of one tile with a builtin combine (sum / max / min / xor)."""
     kind, axis = ins.attrs.get("kind"), ins.attrs["axis"]
     srcs = ins.args["srcs"]
@@ -163,7 +160,6 @@ def _reduce(ins: Instr) -> Runner | None:
         return None
     src, dst = srcs[0], ins.dst[0]
     combine = len(ins.bodies[0].instrs) if ins.bodies else 1
-    generic = SEMANTICS[ins.op].run
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
@@ -173,6 +169,38 @@ def _reduce(ins: Instr) -> Runner | None:
         o = _reduce_builtin(x, kind, axis)
         r[dst] = o if o.dim() > 0 else o.item()
         return {"elements": x.numel(), "out_elements": o.numel(), "combine_ops": combine}
+    return run
+
+
+def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
+    """Timing mode's elementwise stand-in (executor._t_elementwise) when every tile operand has
+    the same shape (broadcasting operands take the generic one)."""
+    from backend.sim.executor import _placeholder
+    attrs = ins.attrs
+    regs = tuple(v for v in ins.args.values() if isinstance(v, str))
+    out_dtype = "i1" if ins.op == "simd.cmp" else (attrs.get("out_dtype") or attrs.get("to") or attrs.get("dtype"))
+    cost_dtype = attrs.get("to") or attrs.get("dtype")
+    if not regs or cost_dtype is None or out_dtype is None:
+        return None
+    fma = ins.op == "simd.fma"
+    dst = ins.dst[0]
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        shape = None
+        for reg in regs:
+            x = r[reg]
+            if isinstance(x, torch.Tensor):
+                if shape is None:
+                    shape = x.shape
+                elif x.shape != shape:
+                    return generic(st, ins)
+        if not shape:
+            return generic(st, ins)
+        out = _placeholder(st, dst, list(shape), out_dtype)
+        if fma:
+            return {"elements": out.numel(), "dtype": cost_dtype, "flops_per_element": 2}
+        return {"elements": out.numel(), "dtype": cost_dtype}
     return run
 
 
@@ -260,17 +288,20 @@ def _non_overlapping(shape: list[int], strides: list[int]) -> bool:
     return check(shape, strides)
 
 
-_SPECIALISE: dict[str, Callable[[Instr], Runner | None]] = {
-    "scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid,
-}
-_FUNCTIONAL: dict[str, Callable[[Instr], Runner | None]] = {
+Maker = Callable[[Instr, Runner], "Runner | None"]
+_BOTH: dict[str, Maker] = {"scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid}
+_FUNCTIONAL: dict[str, Maker] = {
     "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.cast": _cast, "re.reduce": _reduce,
+}
+_TIMING: dict[str, Maker] = {
+    op: _t_elementwise for op in ("simd.binary", "sfu.binary", "simd.unary", "sfu.unary", "simd.fma", "simd.cast")
 }
 
 
 def specialise(ins: Instr, mode: str, generic: Runner) -> Runner | None:
-    """A runner for `ins` equivalent to `generic` (its semantics in `mode`), or None."""
+    """A runner for `ins` equivalent to `generic` (its semantics in `mode`: the ISA's, or the
+    timing-only stand-in), or None when there is none."""
     if ins.op in ("dma_in.load", "dma_out.store"):
         return _dma(ins, ins.op == "dma_out.store", mode == "timing", generic)
-    make = _SPECIALISE.get(ins.op) or (_FUNCTIONAL.get(ins.op) if mode == "functional" else None)
-    return make(ins) if make is not None else None
+    make = _BOTH.get(ins.op) or (_TIMING if mode == "timing" else _FUNCTIONAL).get(ins.op)
+    return make(ins, generic) if make is not None else None

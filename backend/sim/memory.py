@@ -61,6 +61,8 @@ class GlobalMemory:
         self._starts = [r.start for r in self.regions]
         self._typed: dict[tuple[int, str], torch.Tensor] = {}
         self._bases: dict[tuple[int, str], tuple[Region, int]] = {}  # (address, dtype) -> lookup
+        # timing mode's stand-in tiles, shared by the launch's programs (executor._placeholder)
+        self.placeholders: dict[tuple, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ lookup
 
