@@ -204,6 +204,53 @@ def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
     return run
 
 
+def _t_matmul(ins: Instr, generic: Runner) -> Runner | None:
+    """Timing mode's dpe.matmul stand-in (executor._t_matmul) on two tile registers."""
+    from backend.sim.executor import _placeholder
+    ra, rb = ins.args["a"], ins.args["b"]
+    if not isinstance(ra, str) or not isinstance(rb, str):
+        return None
+    in_dtype, out_dtype, dst = ins.attrs["in_dtype"], ins.attrs["out_dtype"], ins.dst[0]
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        a, b = r[ra], r[rb]
+        sa = a.shape
+        m, k, n = sa[-2], sa[-1], b.shape[-1]
+        _placeholder(st, dst, list(sa[:-1]) + [n], out_dtype)
+        batch = a.numel() // (m * k)
+        return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype, "flops": 2 * batch * m * n * k}
+    return run
+
+
+def _matmul(ins: Instr, generic: Runner) -> Runner | None:
+    """dpe.matmul on float tiles with a tile accumulator of the product's shape (isa._matmul):
+    the accumulator is added into the fresh product in place, which rounds exactly as the
+    out-of-place sum does and saves a tile allocation per step."""
+    ra, rb, rc = ins.args["a"], ins.args["b"], ins.args["acc"]
+    if not (isinstance(ra, str) and isinstance(rb, str) and isinstance(rc, str)):
+        return None
+    in_dtype, out_dtype, dst = ins.attrs["in_dtype"], ins.attrs["out_dtype"], ins.dst[0]
+    tdt = TORCH_DTYPE[out_dtype]
+    floats = (torch.float16, torch.bfloat16, torch.float32)
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        a, b, acc = r[ra], r[rb], r[rc]
+        if not (isinstance(acc, torch.Tensor) and a.dtype in floats and b.dtype in floats):
+            return generic(st, ins)
+        prod = torch.matmul(a.to(torch.float32), b.to(torch.float32))
+        if acc.shape != prod.shape:
+            return generic(st, ins)
+        out = prod.add_(acc.to(torch.float32)).to(tdt)
+        r[dst] = out
+        sa = a.shape
+        m, k, n = sa[-2], sa[-1], b.shape[-1]
+        batch = a.numel() // (m * k)
+        return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype, "flops": 2 * batch * m * n * k}
+    return run
+
+
 # ----------------------------------------------------------------------------- structured DMA
 
 def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | None:
@@ -292,9 +339,11 @@ Maker = Callable[[Instr, Runner], "Runner | None"]
 _BOTH: dict[str, Maker] = {"scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid}
 _FUNCTIONAL: dict[str, Maker] = {
     "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.cast": _cast, "re.reduce": _reduce,
+    "dpe.matmul": _matmul,
 }
 _TIMING: dict[str, Maker] = {
-    op: _t_elementwise for op in ("simd.binary", "sfu.binary", "simd.unary", "sfu.unary", "simd.fma", "simd.cast")
+    **{op: _t_elementwise for op in ("simd.binary", "sfu.binary", "simd.unary", "sfu.unary", "simd.fma", "simd.cast")},
+    "dpe.matmul": _t_matmul,
 }
 
 
