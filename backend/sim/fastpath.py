@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (BINARY, INT_BITS, TORCH_DTYPE, ExecState, Instr, _div_trunc_int,
-                             _reduce_builtin, widen_fp8)
+from backend.sim.isa import (_FP8, BINARY, INT_BITS, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
+                             _div_trunc_int, _reduce_builtin, widen_fp8)
 from backend.sim.memory import GlobalMemory, _descriptor_plan
 
 Runner = Callable[[ExecState, Instr], Any]
@@ -112,22 +112,68 @@ def _pid(ins: Instr, generic: Runner) -> Runner:
 
 # ----------------------------------------------------------------------------- tile work
 
+_FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+
+
+def _scalar_tile(x: float, tdt: torch.dtype) -> torch.Tensor:
+    """isa.as_tensor of a Python float: torch.scalar_tensor gives the same bits as torch.tensor
+    for every float dtype (checked over edge and random values) at a third of the cost; where it
+    refuses a value (out of the format's range) torch.tensor decides, as before."""
+    try:
+        return torch.scalar_tensor(x, dtype=tdt)
+    except (RuntimeError, OverflowError):
+        return torch.tensor(x, dtype=tdt)
+
+
 def _tile_binary(ins: Instr, generic: Runner) -> Runner | None:
-    """simd.binary / sfu.binary on two tile registers (isa._tile_binary)."""
+    """simd.binary / sfu.binary on registers holding tiles (or a float scalar next to a float
+    tile, as a reduction's result is) (isa._tile_binary)."""
     fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
     ra, rb = ins.args["a"], ins.args["b"]
     if fn in ("sdiv", "srem", "udiv", "urem") or not isinstance(ra, str) or not isinstance(rb, str):
         return None  # division checks and immediate operands: the generic code
     op, tdt, dst = BINARY[fn], TORCH_DTYPE[dtype], ins.dst[0]
+    scalars = tdt in _FLOATS
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
         a, b = r[ra], r[rb]
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            return generic(st, ins)
+        if not isinstance(a, torch.Tensor):
+            if not (scalars and type(a) is float):
+                return generic(st, ins)
+            a = _scalar_tile(a, tdt)
+        if not isinstance(b, torch.Tensor):
+            if not (scalars and type(b) is float):
+                return generic(st, ins)
+            b = _scalar_tile(b, tdt)
         out = op(widen_fp8(a), widen_fp8(b))
         if out.dtype != tdt:
             out = out.to(tdt)
+        r[dst] = out
+        return {"elements": out.numel(), "dtype": dtype}
+    return run
+
+
+def _tile_unary(ins: Instr, generic: Runner) -> Runner | None:
+    """simd.unary / sfu.unary on a register holding a tile (isa._tile_unary)."""
+    fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
+    ra = ins.args["a"]
+    if not isinstance(ra, str) or UNARY.get(fn) is None:
+        return None
+    op, dst = UNARY[fn], ins.dst[0]
+    odt = TORCH_DTYPE.get(ins.attrs.get("out_dtype", dtype))
+    if odt is None:
+        return None
+    widen = (torch.float16, torch.bfloat16, *_FP8) if fn in SFU_FUNCTIONS else _FP8
+
+    def run(st: ExecState, ins: Instr) -> dict:
+        r = st.r
+        a = r[ra]
+        if not isinstance(a, torch.Tensor):
+            return generic(st, ins)
+        out = op(a.float()).to(a.dtype) if a.dtype in widen else op(a)
+        if out.dtype != odt:
+            out = out.to(odt)
         r[dst] = out
         return {"elements": out.numel(), "dtype": dtype}
     return run
@@ -338,8 +384,8 @@ def _non_overlapping(shape: list[int], strides: list[int]) -> bool:
 Maker = Callable[[Instr, Runner], "Runner | None"]
 _BOTH: dict[str, Maker] = {"scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid}
 _FUNCTIONAL: dict[str, Maker] = {
-    "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.cast": _cast, "re.reduce": _reduce,
-    "dpe.matmul": _matmul,
+    "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.unary": _tile_unary, "sfu.unary": _tile_unary,
+    "simd.cast": _cast, "re.reduce": _reduce, "dpe.matmul": _matmul,
 }
 _TIMING: dict[str, Maker] = {
     **{op: _t_elementwise for op in ("simd.binary", "sfu.binary", "simd.unary", "sfu.unary", "simd.fma", "simd.cast")},
@@ -350,7 +396,11 @@ _TIMING: dict[str, Maker] = {
 def specialise(ins: Instr, mode: str, generic: Runner) -> Runner | None:
     """A runner for `ins` equivalent to `generic` (its semantics in `mode`: the ISA's, or the
     timing-only stand-in), or None when there is none."""
-    if ins.op in ("dma_in.load", "dma_out.store"):
-        return _dma(ins, ins.op == "dma_out.store", mode == "timing", generic)
-    make = _BOTH.get(ins.op) or (_TIMING if mode == "timing" else _FUNCTIONAL).get(ins.op)
-    return make(ins, generic) if make is not None else None
+    try:
+        if ins.op in ("dma_in.load", "dma_out.store"):
+            return _dma(ins, ins.op == "dma_out.store", mode == "timing", generic)
+        make = _BOTH.get(ins.op) or (_TIMING if mode == "timing" else _FUNCTIONAL).get(ins.op)
+        return make(ins, generic) if make is not None else None
+    except (KeyError, IndexError, TypeError, ValueError):
+        # a malformed instruction: the generic code reports it if and when it runs
+        return None
