@@ -300,6 +300,8 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
     unknown = False  # a store whose target is not known
     for t in traces:
         for ins, c in t.events:
+            if ins._tk < K_DMA_IN:
+                continue  # no memory traffic: scalar, control and tile compute instructions
             if ins.op in ("scalar.store", "dma_out.atomic"):
                 unknown = True
             if ins._te == _DMA_OUT and c:
@@ -382,6 +384,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     if shared:
         depth = 2
         conflicts = program._tconflicts
+        overlapping = [(r, tuple(x for x, _ in conflicts.get(r, ()))) for r in program.buffers]
     # per PE and engine, the busy intervals of the resident programs (None: no pipelining)
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
@@ -401,8 +404,16 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
             if memory[pe]:
                 last, last_w = memory[pe]
                 # a register's memory is free once every value overlapping it was last accessed
-                prior = ({r: max([last.get(r, 0.0)] + [last.get(x, 0.0) for x, _ in conflicts.get(r, ())])
-                          for r in program.buffers}, last_w)
+                # (the first of equal maxima wins, as max() picks it)
+                free_at = {}
+                for r, others in overlapping:
+                    v = last.get(r, 0.0)
+                    for x in others:
+                        w = last.get(x, 0.0)
+                        if w > v:
+                            v = w
+                    free_at[r] = v
+                prior = (free_at, last_w)
         end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe,
                                    slots, pe_programs[pe] > 0, written, prior, mem_out)
         if spans is not None:
