@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (_FP8, BINARY, INT_BITS, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
+from backend.sim.isa import (_FP8, BINARY, INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
                              _div_trunc_int, _reduce_builtin, widen_fp8)
 from backend.sim.memory import GlobalMemory, _descriptor_plan, _non_overlapping
 
@@ -259,15 +259,25 @@ def _t_matmul(ins: Instr, generic: Runner) -> Runner | None:
     if not isinstance(ra, str) or not isinstance(rb, str):
         return None
     in_dtype, out_dtype, dst = ins.attrs["in_dtype"], ins.attrs["out_dtype"], ins.dst[0]
+    odt = TORCH_DTYPE[out_dtype]
+    costs: dict[tuple, dict] = {}  # (a's shape, n) -> cost inputs, copied per event
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
         a, b = r[ra], r[rb]
         sa = a.shape
-        m, k, n = sa[-2], sa[-1], b.shape[-1]
-        _placeholder(st, dst, list(sa[:-1]) + [n], out_dtype)
-        batch = a.numel() // (m * k)
-        return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype, "flops": 2 * batch * m * n * k}
+        n = b.shape[-1]
+        out_shape = (*sa[:-1], n)
+        cur = r.get(dst)
+        if not (isinstance(cur, torch.Tensor) and cur.dtype == odt and cur.shape == out_shape):
+            _placeholder(st, dst, list(out_shape), out_dtype)
+        c = costs.get((sa, n))
+        if c is None:
+            m, k = sa[-2], sa[-1]
+            batch = a.numel() // (m * k)
+            c = costs[(sa, n)] = {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype,
+                                  "flops": 2 * batch * m * n * k}
+        return dict(c)
     return run
 
 
@@ -315,11 +325,27 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
     tdt = TORCH_DTYPE[dtype]
     tshape = torch.Size(shape)
     dst = None if store else ins.dst[0]
-    cost = GlobalMemory._dma_cost
     vreg = ins.args.get("value") if store else None
     if store and not isinstance(vreg, str):
         return None
     all_regs = all(x is not None for x, _ in stride_ops)
+    bounds = [(lo, hi) for lo, hi in const_box] if const_box is not None else None
+    size = ITEMSIZE[dtype]
+    # the size part of the cost inputs (bytes, elements, runs, run bytes) depends only on the
+    # box's extents and the strides: computed once per distinct pair, the address part per call
+    sizes: dict[tuple, tuple] = {}
+    from backend.sim.executor import _placeholder
+
+    def cost(reg: Any, n: int, strides: list[int], start: int, sub: list[int]) -> dict:
+        key = (*sub, *strides)
+        c = sizes.get(key)
+        if c is None:
+            full = GlobalMemory._dma_cost(reg, dtype, n, shape, strides, start, sub)
+            sizes[key] = (full["bytes"], full["elements"], full["runs"], full["run_bytes"])
+            return full
+        addr = reg.start + start * size
+        return {"bytes": c[0], "elements": c[1], "runs": c[2], "run_bytes": c[3], "region": reg.index,
+                "addr": addr, "aligned32": addr % 32 == 0}
 
     def run(st: ExecState, ins: Instr) -> dict:
         r_ = st.r
@@ -333,26 +359,30 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
             [int(r_[x]) if x is not None else c for x, c in stride_ops]
         sub = []
         n = 1
-        if const_box is not None:
-            box = const_box
+        if bounds is not None:
+            for (lo, hi), s in zip(bounds, strides):
+                if s < 0:
+                    return generic(st, ins)
+                sub.append(hi - lo)
+                start += lo * s
+                n *= hi - lo
         else:
-            box = []
-            for d, lreg, lconst, hreg, hconst in bound_ops:
+            for (d, lreg, lconst, hreg, hconst), s in zip(bound_ops, strides):
+                if s < 0:
+                    return generic(st, ins)
                 lo = lconst if lreg is None else max(0, int(r_[lreg]))
                 hi = hconst if hreg is None else min(d, int(r_[hreg]))
-                box.append((lo, hi if hi > lo else lo))
-        for (lo, hi), s in zip(box, strides):
-            if s < 0:
-                return generic(st, ins)
-            sub.append(hi - lo)
-            start += lo * s
-            n *= hi - lo
+                if hi < lo:
+                    hi = lo
+                sub.append(hi - lo)
+                start += lo * s
+                n *= hi - lo
         if timing:
             if not store:
                 cur = r_.get(dst)
                 if not (isinstance(cur, torch.Tensor) and cur.dtype == tdt and cur.shape == tshape):
-                    r_[dst] = torch.zeros(shape, dtype=tdt)
-            return cost(reg, dtype, n, shape, strides, start, sub)
+                    _placeholder(st, dst, shape, dtype)
+            return cost(reg, n, strides, start, sub)
         if n != tshape.numel() or start < 0:
             return generic(st, ins)
         typed = mem._typed.get((reg.index, dtype))
@@ -374,7 +404,7 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
             block.copy_(value)
         else:
             r_[dst] = block.clone()
-        return cost(reg, dtype, n, shape, strides, start, sub)
+        return cost(reg, n, strides, start, sub)
     return run
 
 
