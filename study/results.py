@@ -119,9 +119,10 @@ def repair_partial_tail(path: Path) -> int | None:
     return line
 
 
-# Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage),
-# read by their own notebooks; every other raw file must follow the measurement schema.
-OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv")
+# Tables in results/raw with schemas of their own (T1 microbenchmarks, T4 OpInfo coverage,
+# the simulator's host speed from `python -m backend.sim.bench --csv`), read by their own
+# notebooks or by people; every other raw file must follow the measurement schema.
+OTHER_TABLES = ("microbench_*.csv", "opinfo_*.csv", "model_coverage*.csv", "sim_speed*.csv")
 
 
 def raw_files(results: Path | None = None) -> list[Path]:
