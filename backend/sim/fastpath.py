@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (_FP8, BINARY, INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
+from backend.sim.isa import (_FP8, BINARY, CMP, INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
                              _div_trunc_int, _reduce_builtin, widen_fp8)
 from backend.sim.memory import GlobalMemory, _descriptor_plan, _non_overlapping
 
@@ -128,29 +128,51 @@ def _scalar_tile(x: float, tdt: torch.dtype) -> torch.Tensor:
 
 
 def _tile_binary(ins: Instr, generic: Runner) -> Runner | None:
-    """simd.binary / sfu.binary on registers holding tiles (or a float scalar next to a float
-    tile, as a reduction's result is) (isa._tile_binary)."""
+    """simd.binary / sfu.binary (isa._tile_binary)."""
     fn, dtype = ins.attrs["fn"], ins.attrs["dtype"]
-    ra, rb = ins.args["a"], ins.args["b"]
-    if fn in ("sdiv", "srem", "udiv", "urem") or not isinstance(ra, str) or not isinstance(rb, str):
-        return None  # division checks and immediate operands: the generic code
-    op, tdt, dst = BINARY[fn], TORCH_DTYPE[dtype], ins.dst[0]
-    scalars = tdt in _FLOATS
+    if fn in ("sdiv", "srem", "udiv", "urem"):
+        return None  # the division-by-zero check: the generic code
+    return _two_operands(ins, BINARY[fn], dtype, TORCH_DTYPE[dtype])
+
+
+def _tile_cmp(ins: Instr, generic: Runner) -> Runner | None:
+    """simd.cmp (isa._simd_cmp): a bool tile."""
+    return _two_operands(ins, CMP[ins.attrs["pred"]], ins.attrs["dtype"], torch.bool)
+
+
+def _two_operands(ins: Instr, op: Callable, dtype: str, out_tdt: torch.dtype) -> Runner | None:
+    """op(a, b) on operands that are registers (tiles or scalars, as isa.as_tensor makes them
+    tiles of `dtype`) or immediates (converted once: no instruction writes into its operands),
+    fp8 widened; the result converted to `out_tdt`; elementwise cost inputs."""
+    tdt, dst = TORCH_DTYPE[dtype], ins.dst[0]
+    floats = tdt in _FLOATS
+    operands = []
+    for x in (ins.args["a"], ins.args["b"]):
+        if isinstance(x, str):
+            operands.append((x, None))
+        elif isinstance(x, (bool, int, float)):
+            try:
+                operands.append((None, torch.tensor(x, dtype=tdt)))
+            except Exception:  # noqa: BLE001  (the generic code raises it when it runs)
+                return None
+        else:
+            return None
+    (ra, ca), (rb, cb) = operands
+
+    def tile(x: Any) -> torch.Tensor:
+        if isinstance(x, torch.Tensor):
+            return x
+        if floats and type(x) is float:
+            return _scalar_tile(x, tdt)
+        return torch.tensor(x, dtype=tdt)  # isa.as_tensor
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
-        a, b = r[ra], r[rb]
-        if not isinstance(a, torch.Tensor):
-            if not (scalars and type(a) is float):
-                return generic(st, ins)
-            a = _scalar_tile(a, tdt)
-        if not isinstance(b, torch.Tensor):
-            if not (scalars and type(b) is float):
-                return generic(st, ins)
-            b = _scalar_tile(b, tdt)
+        a = tile(r[ra]) if ra is not None else ca
+        b = tile(r[rb]) if rb is not None else cb
         out = op(widen_fp8(a), widen_fp8(b))
-        if out.dtype != tdt:
-            out = out.to(tdt)
+        if out.dtype != out_tdt:
+            out = out.to(out_tdt)
         r[dst] = out
         return {"elements": out.numel(), "dtype": dtype}
     return run
@@ -412,6 +434,7 @@ Maker = Callable[[Instr, Runner], "Runner | None"]
 _BOTH: dict[str, Maker] = {"scalar.binary": _int_binary, "scalar.const": _const, "scalar.pid": _pid}
 _FUNCTIONAL: dict[str, Maker] = {
     "simd.binary": _tile_binary, "sfu.binary": _tile_binary, "simd.unary": _tile_unary, "sfu.unary": _tile_unary,
+    "simd.cmp": _tile_cmp,
     "simd.cast": _cast, "re.reduce": _reduce, "dpe.matmul": _matmul,
 }
 _TIMING: dict[str, Maker] = {
