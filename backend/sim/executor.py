@@ -5,6 +5,9 @@ instruction reports its cost inputs; the list of (instruction, cost) per program
 timing model prices. Control flow (for / if / while) is run here, by the command processor.
 `execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
 produce the same cost inputs without computing tile data (for simulator speed on big shapes).
+The hot instructions of both modes run through per-instruction fast paths (fastpath.py), which
+give the same values, cost inputs and errors as the generic code they stand in for; a program's
+instructions are taken as fixed once it has run.
 """
 from __future__ import annotations
 
