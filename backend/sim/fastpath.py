@@ -356,6 +356,7 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
     # the size part of the cost inputs (bytes, elements, runs, run bytes) depends only on the
     # box's extents and the strides: computed once per distinct pair, the address part per call
     sizes: dict[tuple, tuple] = {}
+    held: list = [object()]  # the placeholder tile a timing-mode load left in its register (none yet)
     from backend.sim.executor import _placeholder
 
     def cost(reg: Any, n: int, strides: list[int], start: int, sub: list[int]) -> dict:
@@ -392,8 +393,18 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
             for (d, lreg, lconst, hreg, hconst), s in zip(bound_ops, strides):
                 if s < 0:
                     return generic(st, ins)
-                lo = lconst if lreg is None else max(0, int(r_[lreg]))
-                hi = hconst if hreg is None else min(d, int(r_[hreg]))
+                if lreg is None:
+                    lo = lconst
+                else:
+                    lo = int(r_[lreg])
+                    if lo < 0:
+                        lo = 0
+                if hreg is None:
+                    hi = hconst
+                else:
+                    hi = int(r_[hreg])
+                    if hi > d:
+                        hi = d
                 if hi < lo:
                     hi = lo
                 sub.append(hi - lo)
@@ -402,8 +413,10 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
         if timing:
             if not store:
                 cur = r_.get(dst)
-                if not (isinstance(cur, torch.Tensor) and cur.dtype == tdt and cur.shape == tshape):
-                    _placeholder(st, dst, shape, dtype)
+                # the tile this load left in the register last time still fits (tensors never
+                # change dtype or shape), else the generic check and the launch's shared tile
+                if cur is not held[0]:
+                    held[0] = _placeholder(st, dst, shape, dtype)
             return cost(reg, n, strides, start, sub)
         if n != tshape.numel() or start < 0:
             return generic(st, ins)
