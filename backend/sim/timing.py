@@ -75,7 +75,6 @@ import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, Iterable
 
 from backend.sim.fastpath import without_gc
@@ -468,16 +467,16 @@ def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, 
     return pe_time[pe] + replace
 
 
-_END = itemgetter(1)
-
-
 def _fit(busy: list, s: float, dur: float) -> float:
     """Earliest start >= s of a `dur`-long slot between the engine's busy intervals (sorted,
     disjoint); records the slot. How resident programs interleave on a shared engine."""
     n = len(busy)
-    # the intervals are sorted and disjoint, so their ends are sorted too: bisect to the first
-    # one ending after s (a linear scan here was quadratic in the resident programs' length)
-    i = bisect.bisect_right(busy, s, key=_END)
+    # the first interval ending after s (a linear scan here was quadratic in the resident
+    # programs' length). Sorted and disjoint: only the last one starting at or before s can
+    # end after s, and every later one does; tuples compare in C, so bisect on (s, inf)
+    i = bisect.bisect_right(busy, (s, math.inf))
+    if i and busy[i - 1][1] > s:
+        i -= 1
     while i < n and busy[i][0] < s + dur:
         if busy[i][1] > s:
             s = busy[i][1]
