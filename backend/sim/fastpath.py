@@ -464,6 +464,7 @@ def specialise(ins: Instr, mode: str, generic: Runner) -> Runner | None:
             return _dma(ins, ins.op == "dma_out.store", mode == "timing", generic)
         make = _BOTH.get(ins.op) or (_TIMING if mode == "timing" else _FUNCTIONAL).get(ins.op)
         return make(ins, generic) if make is not None else None
-    except (KeyError, IndexError, TypeError, ValueError):
-        # a malformed instruction: the generic code reports it if and when it runs
+    except Exception:  # noqa: BLE001
+        # a malformed instruction (or an immediate the ISA rejects): the generic code reports
+        # it if and when it runs
         return None
