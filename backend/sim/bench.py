@@ -1,19 +1,31 @@
 """Simulator speed: host seconds to simulate big kernels, and events priced per second.
 
     python -m backend.sim.bench [--chip mtia2i] [--modes timing,functional] [--json]
+    python -m backend.sim.bench --baseline REV [--repeat N] [--csv PATH]
 
 Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (backend.sim.microbench's
 gemm_program) and a 16384 x 4096 BF16 row softmax. Each row says which executor mode it used
 (functional: real tile data; timing: tile data skipped, same events and cycles) and splits
 the wall time into execute (functional / timing-only simulation) and price (timing model).
 Wall-clock numbers here are host time, never chip time.
+
+`--baseline REV` measures the simulator of git revision REV (checked out in a temporary git
+worktree) and the current code in one run, each in its own subprocess, one after the other on
+the same host, and prints them side by side with the speed-up; the simulated cycles of both
+must be equal (the exit status is 1 otherwise). `--repeat N` alternates the two N times and
+keeps each row's fastest run. `--csv PATH` writes the rows of both.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -128,14 +140,120 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+CSV_COLUMNS = ("code", "workload", "mode", "events", "wall_s", "events_per_s", "cycles")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _measure_in(root: Path, chip: str, modes: str) -> list[dict]:
+    """Run this benchmark with the code under `root` in a fresh interpreter; its rows."""
+    env = dict(os.environ, PYTHONPATH=str(root))  # `backend` (and Triton's plugin) from `root`
+    proc = subprocess.run([sys.executable, "-m", "backend.sim.bench", "--chip", chip, "--modes", modes, "--json"],
+                          cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"benchmark in {root} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    out = proc.stdout
+    at = out.find("[\n") if out.startswith("[\n") else out.find("\n[\n") + 1
+    if at < 0 or not out[at:].startswith("["):
+        raise RuntimeError(f"benchmark in {root} printed no JSON rows:\n{out[-2000:]}")
+    return json.JSONDecoder().raw_decode(out[at:])[0]
+
+
+def _fastest(runs: list[list[dict]]) -> list[dict]:
+    """Per (workload, mode), the row of the run with the least wall time."""
+    best: dict[tuple, dict] = {}
+    for rows in runs:
+        for r in rows:
+            key = (r["workload"], r["mode"])
+            if key not in best or r["wall_s"] < best[key]["wall_s"]:
+                best[key] = r
+    return list(best.values())
+
+
+def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", repeat: int = 1) -> list[dict]:
+    """Rows of revision `rev` (code "baseline <sha>") and of the current working tree (code
+    "current <sha>", "+dirty" when it has uncommitted changes). The two alternate `repeat`
+    times and each row keeps its fastest run: on a shared host the load changes within minutes,
+    and the minimum is the least disturbed measurement of the same deterministic work."""
+    root = Path(__file__).resolve().parents[2]
+    base_sha = _git(root, "rev-parse", "--short", f"{rev}^{{commit}}")
+    cur_sha = _git(root, "rev-parse", "--short", "HEAD")
+    if _git(root, "status", "--porcelain", "--untracked-files=no"):
+        cur_sha += "+dirty"
+    base_runs, cur_runs = [], []
+    with tempfile.TemporaryDirectory(prefix="sim-bench-") as tmp:
+        wt = Path(tmp) / "baseline"
+        _git(root, "worktree", "add", "--detach", str(wt), base_sha)
+        try:
+            for _ in range(max(1, repeat)):
+                base_runs.append(_measure_in(wt, chip, modes))
+                cur_runs.append(_measure_in(root, chip, modes))
+        finally:
+            _git(root, "worktree", "remove", "--force", str(wt))
+    return [{"code": f"baseline {base_sha}", **r} for r in _fastest(base_runs)] + \
+        [{"code": f"current {cur_sha}", **r} for r in _fastest(cur_runs)]
+
+
+def format_comparison(rows: list[dict]) -> tuple[str, bool]:
+    """The side-by-side table, and whether every workload's cycles agree between the two."""
+    base = {(r["workload"], r["mode"]): r for r in rows if r["code"].startswith("baseline")}
+    cur = {(r["workload"], r["mode"]): r for r in rows if r["code"].startswith("current")}
+    codes = [next(r["code"] for r in rows if r["code"].startswith(k)) for k in ("baseline", "current")]
+    head = (f"{'workload':<26} {'mode':<10} {'events':>8} {'base s':>7} {'cur s':>7} {'speed-up':>8} "
+            f"{'base cycles':>11} {'cur cycles':>11} same")
+    lines = [f"{codes[0]} vs {codes[1]} (speed-up: baseline wall s / current wall s)", head, "-" * len(head)]
+    same_all = True
+    for key, b in base.items():
+        c = cur.get(key)
+        if c is None:
+            lines.append(f"{key[0]:<26} {key[1]:<10} (missing in the current run)")
+            same_all = False
+            continue
+        same = b["cycles"] == c["cycles"] and b["events"] == c["events"]
+        same_all &= same
+        lines.append(f"{key[0]:<26} {key[1]:<10} {c['events']:>8} {b['wall_s']:>7.2f} {c['wall_s']:>7.2f} "
+                     f"{b['wall_s'] / c['wall_s']:>7.2f}x {b['cycles']:>11} {c['cycles']:>11} "
+                     f"{'yes' if same else 'NO'}")
+    return "\n".join(lines), same_all
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "wall_s": f"{r['wall_s']:.4f}", "events_per_s": f"{r['events_per_s']:.0f}"})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", default="mtia2i")
     ap.add_argument("--modes", default="timing,functional")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--baseline", metavar="REV", help="also measure git revision REV and compare")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="with --baseline: alternate the two N times, keep each row's fastest run")
+    ap.add_argument("--csv", metavar="PATH", help="write the rows (code, workload, mode, events, wall_s, "
+                                                  "events_per_s, cycles) to PATH")
     a = ap.parse_args(argv)
+    if a.baseline:
+        rows = compare(a.baseline, a.chip, a.modes, a.repeat)
+        if a.csv:
+            write_csv(rows, a.csv)
+        table, same = format_comparison(rows)
+        print(f"simulator speed, chip {a.chip}, one host thread, wall seconds of the simulator")
+        print(table)
+        if not same:
+            print("ERROR: baseline and current disagree on events or cycles")
+        return 0 if same else 1
     torch.set_num_threads(1)  # the target is one core
     rows = run(a.chip, tuple(a.modes.split(",")))
+    if a.csv:
+        write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[2], "rev-parse", "--short", "HEAD"),
+                    **r} for r in rows], a.csv)
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
         print()

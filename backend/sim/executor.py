@@ -5,6 +5,9 @@ instruction reports its cost inputs; the list of (instruction, cost) per program
 timing model prices. Control flow (for / if / while) is run here, by the command processor.
 `execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
 produce the same cost inputs without computing tile data (for simulator speed on big shapes).
+The hot instructions of both modes run through per-instruction fast paths (fastpath.py), which
+give the same values, cost inputs and errors as the generic code they stand in for; a program's
+instructions are taken as fixed once it has run.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import torch
 
 from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
                              registers_in)
+from backend.sim.fastpath import specialise, without_gc
 from backend.sim.memory import GlobalMemory
 
 Event = tuple  # (instr, cost dict or None): one executed instruction
@@ -38,7 +42,13 @@ def _placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch
     tdt = TORCH_DTYPE[dtype]
     if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
         return cur
-    t = torch.zeros(shape, dtype=tdt)
+    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
+    # register's tensor in place, and in this mode tile contents are meaningless anyway
+    zeros = st.memory.placeholders
+    key = (tdt, tuple(shape))
+    t = zeros.get(key)
+    if t is None:
+        t = zeros[key] = torch.zeros(shape, dtype=tdt)
     st.r[reg] = t
     return t
 
@@ -112,13 +122,17 @@ def _t_dma_load(st: ExecState, ins: Instr) -> dict:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
     r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
-    if not shape or any(s < 0 for s in strides):
+    if not shape:
         return SEMANTICS[ins.op].run(st, ins)
-    sub = [hi - lo for lo, hi in box]
-    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    sub = []
+    start = idx0
     n = 1
-    for d in sub:
-        n *= d
+    for (lo, hi), s in zip(box, strides):
+        if s < 0:
+            return SEMANTICS[ins.op].run(st, ins)
+        sub.append(hi - lo)
+        start += lo * s
+        n *= hi - lo
     _placeholder(st, ins.dst[0], shape, dtype)
     return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
 
@@ -128,11 +142,13 @@ def _t_dma_store(st: ExecState, ins: Instr) -> dict:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
     r, dtype, shape, base_idx, idx0, strides, box = mem._descriptor(st, ins)
-    sub = [hi - lo for lo, hi in box]
-    start = idx0 + sum(lo * s for (lo, _), s in zip(box, strides))
+    sub = []
+    start = idx0
     n = 1
-    for d in sub:
-        n *= max(d, 0)
+    for (lo, hi), s in zip(box, strides):
+        sub.append(hi - lo)
+        start += lo * s
+        n *= max(hi - lo, 0)
     return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
 
 
@@ -152,6 +168,8 @@ def _prepare(block: Block, mode: str = "functional") -> None:
                 "ctl.assert", "ctl.print") else None
             if mode == "timing" and ins.op in TIMING_ONLY:
                 run = TIMING_ONLY[ins.op]
+            if run is not None:
+                run = specialise(ins, mode, run) or run
             ins._run = run
             ins._mode = mode
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))
@@ -239,6 +257,7 @@ def bind_params(program: Program, args: list[Any]) -> dict[str, Any]:
     return regs
 
 
+@without_gc
 def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
             record: bool = True, mode: str = "functional") -> list[ProgramTrace]:
     """Run all programs of `grid`; returns one trace per program (empty events if not record).

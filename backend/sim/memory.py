@@ -61,6 +61,8 @@ class GlobalMemory:
         self._starts = [r.start for r in self.regions]
         self._typed: dict[tuple[int, str], torch.Tensor] = {}
         self._bases: dict[tuple[int, str], tuple[Region, int]] = {}  # (address, dtype) -> lookup
+        # timing mode's stand-in tiles, shared by the launch's programs (executor._placeholder)
+        self.placeholders: dict[tuple, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ lookup
 
@@ -103,29 +105,26 @@ class GlobalMemory:
     # ------------------------------------------------------------------ structured DMA
 
     def _descriptor(self, st: ExecState, ins: Instr):
-        a = ins.args
-        attrs = ins.attrs
-        dtype = attrs["dtype"]
-        shape = attrs["shape"]
+        plan = ins.__dict__.get("_dplan")
+        if plan is None:
+            plan = ins._dplan = _descriptor_plan(ins)
+        dtype, shape, breg, bconst, oreg, oconst, stride_ops, bound_ops, full_box = plan
         r_ = st.r
-        base = a["base"]
-        base = int(r_[base] if isinstance(base, str) else base)
+        base = int(r_[breg]) if breg is not None else bconst
         key = (base, dtype)
         hit = self._bases.get(key)
         if hit is None:
             r = self.region_of(base, st, ins)
             hit = self._bases[key] = (r, self._element_index(r, base, dtype, st, ins))
         r, base_idx = hit
-        off = a["offset"]
-        idx0 = base_idx + int(r_[off] if isinstance(off, str) else off)
-        strides = [int(r_[x] if isinstance(x, str) else x) for x in a["strides"]]
-        los, his = a.get("lo"), a.get("hi")
+        idx0 = base_idx + (int(r_[oreg]) if oreg is not None else oconst)
+        strides = [int(r_[x]) if x is not None else c for x, c in stride_ops]
+        if full_box is not None:  # constant bounds: the same box every time (shared, never mutated)
+            return r, dtype, shape, base_idx, idx0, strides, full_box
         box = []
-        for d, n in enumerate(shape):
-            lo = los[d] if los else None
-            hi = his[d] if his else None
-            lo = 0 if lo is None else max(0, int(r_[lo] if isinstance(lo, str) else lo))
-            hi = n if hi is None else min(n, int(r_[hi] if isinstance(hi, str) else hi))
+        for n, lreg, lconst, hreg, hconst in bound_ops:
+            lo = lconst if lreg is None else max(0, int(r_[lreg]))
+            hi = hconst if hreg is None else min(n, int(r_[hreg]))
             box.append((lo, hi if hi > lo else lo))
         return r, dtype, shape, base_idx, idx0, strides, box
 
@@ -191,7 +190,10 @@ class GlobalMemory:
         typed = self.typed(r, dtype)
         value = st.v(ins.args["value"])
         tdt = TORCH_DTYPE[dtype]
-        value = value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)
+        if not isinstance(value, torch.Tensor):
+            value = torch.tensor(value, dtype=tdt)
+        elif value.dtype != tdt:
+            value = value.to(tdt)
         if shape and value.shape != tuple(shape):
             value = value.expand(shape)
         mask_reg = ins.args.get("mask")
@@ -206,7 +208,8 @@ class GlobalMemory:
             if start < 0 or last >= typed.numel():
                 self._check(self._index_tile(sub_shape, start, strides), typed.numel(), r, base_idx, st, ins)
             block = typed.as_strided(sub_shape, strides, start)
-            block.copy_(value[tuple(slice(lo, hi) for lo, hi in box)] if shape else value)
+            full = sub_shape == shape  # the whole tile: no slicing of the value
+            block.copy_(value if full or not shape else value[tuple(slice(lo, hi) for lo, hi in box)])
             n_valid = block.numel()
         else:
             idx = self._index_tile(shape, idx0, strides)
@@ -458,6 +461,37 @@ def _umin(a, b):
     bits = a.element_size() * 8
     ua, ub = int(a) & ((1 << bits) - 1), int(b) & ((1 << bits) - 1)
     return a if ua <= ub else b
+
+
+def _descriptor_plan(ins: Instr) -> tuple:
+    """What does not change between executions of a structured DMA instruction: its dtype and
+    shape, which operands are registers, and the immediates already converted (the clamping
+    of the box bounds to the tile is the one of GlobalMemory._descriptor before this cache)."""
+    a, attrs = ins.args, ins.attrs
+    shape = attrs["shape"]
+
+    def op(x):
+        return (x, None) if isinstance(x, str) else (None, int(x))
+
+    breg, bconst = op(a["base"])
+    oreg, oconst = op(a["offset"])
+    strides = tuple(op(x) for x in a["strides"])
+    los, his = a.get("lo"), a.get("hi")
+    bounds = []
+    for d, n in enumerate(shape):
+        lo = los[d] if los else None
+        hi = his[d] if his else None
+        lreg, lconst = (None, 0) if lo is None else op(lo)
+        hreg, hconst = (None, n) if hi is None else op(hi)
+        if lreg is None:
+            lconst = max(0, lconst)
+        if hreg is None:
+            hconst = min(n, hconst)
+        bounds.append((n, lreg, lconst, hreg, hconst))
+    full = None
+    if all(lreg is None and hreg is None for _, lreg, _, hreg, _ in bounds):
+        full = [(lc, hc if hc > lc else lc) for _, _, lc, _, hc in bounds]
+    return attrs["dtype"], shape, breg, bconst, oreg, oconst, strides, tuple(bounds), full
 
 
 def _non_overlapping(shape, strides) -> bool:

@@ -79,11 +79,13 @@ no dependence on hash order. Per-instruction spans are only collected with `trac
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from backend.sim.fastpath import without_gc
 from backend.sim.isa import ITEMSIZE, registers_in
 
 ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
@@ -313,6 +315,8 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
     unknown = False  # a store whose target is not known
     for t in traces:
         for ins, c in t.events:
+            if ins._tk < K_DMA_IN:
+                continue  # no memory traffic: scalar, control and tile compute instructions
             if ins.op in ("scalar.store", "dma_out.atomic"):
                 unknown = True
             if ins._te == _DMA_OUT and c:
@@ -362,6 +366,7 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
 
 # ----------------------------------------------------------------------------- pricing
 
+@without_gc
 def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                  resident: Iterable[str] | bool = (), writeback: bool = False) -> LaunchTiming:
     """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
@@ -400,6 +405,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     if shared:
         depth = 2
         conflicts = program._tconflicts
+        overlapping = [(r, tuple(x for x, _ in conflicts.get(r, ()))) for r in program.buffers]
     # per PE and engine, the busy intervals of the resident programs (None: no pipelining)
     slots_of: list = [[[] for _ in ENGINE_ORDER] for _ in range(m.n_pe)] if depth > 1 else [None] * m.n_pe
     ends: list[list[float]] = [[] for _ in range(m.n_pe)]
@@ -422,8 +428,16 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
             if memory[pe]:
                 last, last_w = memory[pe]
                 # a register's memory is free once every value overlapping it was last accessed
-                prior = ({r: max([last.get(r, 0.0)] + [last.get(x, 0.0) for x, _ in conflicts.get(r, ())])
-                          for r in program.buffers}, last_w)
+                # (the first of equal maxima wins, as max() picks it)
+                free_at = {}
+                for r, others in overlapping:
+                    v = last.get(r, 0.0)
+                    for x in others:
+                        w = last.get(x, 0.0)
+                        if w > v:
+                            v = w
+                    free_at[r] = v
+                prior = (free_at, last_w)
         end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe,
                                    slots, pe_programs[pe] > 0, written, prior, mem_out)
         if spans is not None:
@@ -481,10 +495,13 @@ def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, 
 def _fit(busy: list, s: float, dur: float) -> float:
     """Earliest start >= s of a `dur`-long slot between the engine's busy intervals (sorted,
     disjoint); records the slot. How resident programs interleave on a shared engine."""
-    i = 0
     n = len(busy)
-    while i < n and busy[i][1] <= s:
-        i += 1
+    # the first interval ending after s (a linear scan here was quadratic in the resident
+    # programs' length). Sorted and disjoint: only the last one starting at or before s can
+    # end after s, and every later one does; tuples compare in C, so bisect on (s, inf)
+    i = bisect.bisect_right(busy, (s, math.inf))
+    if i and busy[i - 1][1] > s:
+        i -= 1
     while i < n and busy[i][0] < s + dur:
         if busy[i][1] > s:
             s = busy[i][1]
