@@ -8,8 +8,11 @@ from backend.tile_ir import Function
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import dce, rotate, schedule, structure
+    from backend.passes import dce, persistent, rotate, schedule, structure
     report = structure.run(fn, options)
+    if getattr(options, "persistent", False) or persistent.asks_for_pe(fn):
+        persistent.run(fn)
+        report["persistent"] = True
     if getattr(options, "software_pipeline", True):
         from backend.configs import load_chip
         chip = load_chip(getattr(options, "arch", None))
