@@ -63,8 +63,9 @@ def _hoistable(op: Op, variant: set, written: set[str] | None) -> bool:
     return not any(v in variant for v in reads(op))
 
 
-def run(fn: Function) -> None:
-    """Rewrite `fn` in place into its persistent form (see the module docstring)."""
+def run(fn: Function, prefetch: bool = True) -> None:
+    """Rewrite `fn` in place into its persistent form (see the module docstring); with
+    `prefetch`, the loop's loads of the next program id are issued before this id's compute."""
     ops = fn.body.ops
     ret = ops[-1] if ops and ops[-1].name == "tt.return" else None
     if ret is not None and ret.operands:
@@ -113,6 +114,8 @@ def run(fn: Function) -> None:
     loop = Op("scf.for", [pe.result, total.result, npe.result], [], {},
               [Region([iv], loop_ops + [Op("scf.yield", [], [], {}, [], loc)])], loc)
     fn.body.ops = prologue + [pe, npe, gxy, total, loop] + ([ret] if ret is not None else [])
+    if prefetch:
+        _prefetch(fn.body, loop, written)
 
 
 def _rewrite_ids(ops: list[Op], iv: Value, grid: list[Value], gxy: Value) -> list[Op]:
@@ -141,6 +144,84 @@ def _rewrite_ids(ops: list[Op], iv: Value, grid: list[Value], gxy: Value) -> lis
         else:
             out.append(o)
     return out
+
+
+def _prefetch(parent: Region, loop: Op, written: set[str] | None) -> bool:
+    """Issue the loads of the next program id at the top of the loop body, before this id's
+    compute, carrying the loaded tiles in two-instance rings (the rotation of passes/rotate.py,
+    applied to the loads of tensors the kernel never writes, so an early load reads the same
+    bytes). Without it, the command processor reaches the next id's loads only after issuing
+    this id's compute, which waits for this id's data: the DMA engine idles for a latency and
+    the first compute step of every id."""
+    from backend.passes.rotate import _clone  # the rotation's cloning rules (descriptors renamed)
+    if written is None:
+        return False
+    body = loop.regions[0]
+    iv = body.args[0]
+    producer = {r: op for op in body.ops for r in op.results}
+    stage_ids: set[int] = set()
+    loads: list[Op] = []
+    for op in body.ops:
+        if op.name not in ("mtia.dma_load", "mtia.gather") or op.attrs["_desc"]["base"] in written:
+            continue
+        keep: set[int] = set()
+        stack, ok = [op], True
+        while stack and ok:
+            o = stack.pop()
+            if id(o) in keep:
+                continue
+            if o.regions or o.name in _SIDE_EFFECTS or o.name == "tt.load" or \
+                    o.name in _LOADS and o.attrs["_desc"]["base"] in written:
+                ok = False
+            keep.add(id(o))
+            stack.extend(producer[v] for v in reads(o) if v in producer)
+        if ok:
+            stage_ids |= keep
+            loads.append(op)
+    if not loads:
+        return False
+    stage = [o for o in body.ops if id(o) in stage_ids]
+    lb, ub, step = loop.operands[:3]
+    loc = loads[0].loc
+    i1 = Type("i1")
+
+    def guarded(cond: Value, at: Value, others: list[Value] | None) -> tuple[Op, list[Value]]:
+        vmap = {iv: at}
+        then_ops = _clone(stage, vmap)
+        then_ops.append(Op("scf.yield", [vmap[ld.result] for ld in loads], [], {}, [], loc))
+        if others is None:
+            poisons = [Op("ub.poison", [], [Value(ld.result.type)], {}, [], loc) for ld in loads]
+            else_ops = poisons + [Op("scf.yield", [p.result for p in poisons], [], {}, [], loc)]
+        else:
+            else_ops = [Op("scf.yield", list(others), [], {}, [], loc)]
+        res = [Value(ld.result.type) for ld in loads]
+        return Op("scf.if", [cond], res, {}, [Region([], then_ops), Region([], else_ops)], loc), res
+
+    # before the loop: the first id's tiles (a PE runs at least one id: P <= programs)
+    first = Op("arith.cmpi", [lb, ub], [Value(i1)], {"pred": "slt"}, [], loc)
+    pro, firsts = guarded(first.result, lb, None)
+    at = parent.ops.index(loop)
+    parent.ops[at:at] = [first, pro]
+    # in the body: the next id's tiles first, then this id's work on the carried ones
+    cur = [Value(ld.result.type) for ld in loads]
+    swap = {ld.result: c for ld, c in zip(loads, cur)}
+    nxt_iv = Op("arith.addi", [iv, step], [Value(iv.type)], {}, [], loc)
+    more = Op("arith.cmpi", [nxt_iv.result, ub], [Value(i1)], {"pred": "slt"}, [], loc)
+    nxt, nexts = guarded(more.result, nxt_iv.result, cur)
+    rest = [o for o in body.ops if o not in loads]
+    for op in rest:
+        for o in [op] + [x for r in op.regions for x in walk(r)]:
+            o.operands[:] = [swap.get(v, v) for v in o.operands]
+    body.ops = [nxt_iv, more, nxt] + rest
+    y = body.ops[-1]
+    assert y.name == "scf.yield", y.name
+    y.operands.extend(nexts)
+    body.args.extend(cur)
+    loop.operands.extend(firsts)
+    loop.results.extend(Value(ld.result.type) for ld in loads)
+    loop.attrs["_ring"] = tuple(cur)
+    loop.attrs["prefetch"] = len(loads)
+    return True
 
 
 # language extensions (backend/language/mtia.py) that ask which PE runs the program: a kernel

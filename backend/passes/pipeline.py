@@ -11,7 +11,7 @@ def run(fn: Function, options: object) -> dict:
     from backend.passes import dce, persistent, rotate, schedule, structure
     report = structure.run(fn, options)
     if getattr(options, "persistent", False) or persistent.asks_for_pe(fn):
-        persistent.run(fn)
+        persistent.run(fn, prefetch=getattr(options, "software_pipeline", True))
         report["persistent"] = True
     if getattr(options, "software_pipeline", True):
         from backend.configs import load_chip
