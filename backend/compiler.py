@@ -265,6 +265,8 @@ class MTIABackend(BaseBackend):
             # one program per PE looping over the grid: the driver launches (P, 1, 1) and
             # appends the grid as the hidden parameters (backend/passes/persistent.py)
             meta.update(persistent=True, program_pipeline=1, program_overlap=False)
+            if pe.tile.report.get("pe_queries"):
+                meta["pe_queries"] = True
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))
 
     @staticmethod

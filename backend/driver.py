@@ -198,6 +198,11 @@ def _persistent_launch(program: Any, grid: tuple[int, int, int], args: list[Any]
     pe_grid = load_chip(DEVICE.chip)["pe_grid"]
     n_pe = int(pe_grid["rows"]) * int(pe_grid["cols"])
     gx, gy, gz = (int(g) for g in grid)
+    if program.meta.get("pe_queries") and gx * gy * gz > n_pe:
+        # a PE-grid kernel plans its own work per PE: more programs than PEs would run some
+        # PE's share twice
+        raise ValueError(f"kernel '{program.name}' calls mtia.pe_id() / mtia.num_pes(): launch at most one "
+                         f"program per PE, got grid {tuple(grid)} ({gx * gy * gz} programs) on {n_pe} PEs")
     return (min(n_pe, gx * gy * gz), 1, 1), list(args) + [gx, gy, gz]
 
 

@@ -10,7 +10,10 @@ def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
     from backend.passes import dce, persistent, rotate, schedule, structure
     report = structure.run(fn, options)
-    if getattr(options, "persistent", False) or persistent.asks_for_pe(fn):
+    asks = persistent.asks_for_pe(fn)
+    if asks:
+        report["pe_queries"] = True
+    if getattr(options, "persistent", False) or asks:
         persistent.run(fn, prefetch=getattr(options, "software_pipeline", True))
         report["persistent"] = True
     if getattr(options, "software_pipeline", True):

@@ -10,6 +10,7 @@ import torch
 
 from baselines import torch_ref
 from kernels import recommendation as K
+from kernels import recommendation_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import jagged, offsets_from_lengths, randint, randn
 
@@ -107,6 +108,11 @@ jagged_sum.impl("torch")(torch_ref.jagged_sum)
 @jagged_sum.impl("triton", source=K.jagged_sum_kernel)
 def _(values, offsets):
     return K.jagged_sum(values, offsets)
+
+
+@jagged_sum.impl("triton_ext", source=KX.jagged_sum_ext_kernel)
+def _(values, offsets):
+    return KX.jagged_sum(values, offsets)
 
 
 jagged_softmax = workload(

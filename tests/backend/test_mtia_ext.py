@@ -183,16 +183,18 @@ def _who(out_ptr):
 
 
 def test_pe_id_and_num_pes():
-    out = torch.full((200,), -1, dtype=torch.int32)
-    k = _who[(100,)](out)
-    got = out.view(-1, 2)
-    # persistent whatever the launch options: program ids go round-robin over 64 PEs
-    assert got[:, 0].tolist() == [i % 64 for i in range(100)]
-    assert set(got[:, 1].tolist()) == {64}
+    out = torch.full((128,), -1, dtype=torch.int32)
+    k = _who[(64,)](out)
+    # compiled persistent whatever the launch options say: one program per PE
+    assert out.view(-1, 2).tolist() == [[i, 64] for i in range(64)]
     assert "scalar.pid" in k.asm["mtiasm"] and '"persistent": true' in k.asm["tile"]
     out = torch.full((10,), -1, dtype=torch.int32)
     _who[(5,)](out)
     assert out.view(-1, 2).tolist() == [[i, 5] for i in range(5)]
+    # more programs than PEs would run some PE's share of the work twice
+    with pytest.raises(ValueError, match=r"calls mtia.pe_id\(\) / mtia.num_pes\(\): launch at most one program "
+                                         r"per PE, got grid \(100, 1, 1\)"):
+        _who[(100,)](torch.zeros(200, dtype=torch.int32))
 
 
 def test_extension_on_another_backend_is_a_clear_error():
