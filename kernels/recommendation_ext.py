@@ -72,3 +72,4 @@ def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, 
         values, offsets, out, B, D, ITEM_COST=16, BLOCK_B=triton.next_power_of_2(B), NCB=ncb,
         BLOCK_L=BLOCK_L, BLOCK_D=BLOCK_D, num_stages=3)
     return out
+
