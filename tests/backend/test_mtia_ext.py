@@ -201,3 +201,28 @@ def test_extension_on_another_backend_is_a_clear_error():
     with pytest.raises(Exception, match=r"mtia\.pe_id\(\) is an MTIA language extension and needs the MTIA "
                                         r"backend \(this kernel is being compiled for 'cuda'\)"):
         triton.compile(ASTSource(_who, {"out_ptr": "*i32"}, {}), target=GPUTarget("cuda", 80, 32))
+
+
+@triton.jit
+def _row_sums(x_ptr, out_ptr, M, N: tl.constexpr):
+    """The README's example: a contiguous share of the rows per PE."""
+    pe, n_pe = mtia.pe_id(), mtia.num_pes()
+    rows_per_pe = tl.cdiv(M, n_pe)
+    for r in range(pe * rows_per_pe, tl.minimum(M, (pe + 1) * rows_per_pe)):
+        tl.store(out_ptr + r, tl.sum(tl.load(x_ptr + r * N + tl.arange(0, N)), axis=0))
+
+
+def test_readme_pe_grid_example():
+    x = torch.randn(1000, 128)
+    out = torch.empty(1000)
+    _row_sums[(64,)](x, out, 1000, N=128)
+    torch.testing.assert_close(out, x.sum(1), atol=1e-4, rtol=1e-5)
+
+
+def test_mtia_options_switch_the_hint_off(monkeypatch):
+    monkeypatch.setenv("MTIA_OPTIONS", "persistent=0")
+    x, y = torch.randn(640), torch.randn(640)
+    out = torch.empty(640)
+    with record_launches() as recs:
+        _add[(80,)](x, y, out, 640, BLOCK=8, persistent=True)
+    assert torch.equal(out, x + y) and recs[0].grid == (80, 1, 1)
