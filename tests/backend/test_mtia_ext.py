@@ -226,3 +226,21 @@ def test_mtia_options_switch_the_hint_off(monkeypatch):
     with record_launches() as recs:
         _add[(80,)](x, y, out, 640, BLOCK=8, persistent=True)
     assert torch.equal(out, x + y) and recs[0].grid == (80, 1, 1)
+
+
+@triton.jit
+def _double(x_ptr, out_ptr, N: tl.constexpr):
+    r = tl.program_id(0)
+    x = tl.load(x_ptr + r * N + tl.arange(0, N))
+    tl.store(out_ptr + r * N + tl.arange(0, N), x * 2.0)
+
+
+def test_persistent_that_does_not_fit_names_the_hint():
+    x = torch.randn(3, 65536)  # a 256 KB row: fits once, not twice
+    out = torch.empty_like(x)
+    _double[(3,)](x, out, N=65536)
+    with pytest.raises(Exception, match=r"persistent=True: the loop over program ids buffers its loads x2"):
+        _double[(3,)](x, out, N=65536, persistent=True)
+    out.zero_()
+    _double[(3,)](x, out, N=65536, persistent=True, num_stages=1)
+    assert torch.equal(out, x * 2)
