@@ -18,8 +18,8 @@
 # One bar per workload at its representative study shape (suite `full`, first dtype, default
 # compile options, the default chip mtia2i): the speedup of the plain Triton kernel over the
 # expert program written directly against the intrinsic set, time(expert) / time(Triton), for
-# correct Triton results only. `triton_ext` bars appear only if such rows exist (no workload has
-# one yet).
+# correct Triton results only. `triton_ext` bars (the MTIA-tuned kernels of `kernels/*_ext.py`:
+# hints and language extensions) appear for the workloads that have one.
 #
 # Reads `results/raw/full.csv` (suite `full`).
 #
