@@ -57,6 +57,10 @@ def _declare_embedding_bag(name: str, mode: str) -> None:
     def _(weights, table_offsets, indices, offsets, num_tables):
         return K.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
 
+    @w.impl("triton_ext", source=KX.embedding_bag_ext_kernel)
+    def _(weights, table_offsets, indices, offsets, num_tables):
+        return KX.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
+
 
 _declare_embedding_bag("embedding_bag_sum", "sum")
 _declare_embedding_bag("embedding_bag_mean", "mean")
