@@ -30,6 +30,7 @@ from triton.backends.compiler import BaseBackend, GPUTarget
 from backend import lowering, pe_program
 from backend.configs import load_chip
 from backend.passes import pipeline
+from backend.passes.persistent import PERSISTENT_PARAMS
 from backend.sim.isa import Program
 from backend.tile_ir import Function, print_function
 from backend.ttir_reader import read_module
@@ -80,6 +81,8 @@ class MTIAOptions:
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
     software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
+    # compiler hints (off by default; a kernel opts in per launch, see backend/passes/persistent.py)
+    persistent: bool = False            # at most one program per PE, looping over the grid's program ids
 
     def hash(self) -> str:
         key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in fields(self))
@@ -107,6 +110,22 @@ def env_options() -> dict:
         else:
             out[key] = val.strip()
     return out
+
+
+# compiler hints and the values each accepts (checked, so a typo is an error, not a no-op)
+HINTS: dict[str, tuple] = {"persistent": (True, False)}
+
+
+def _check_hints(args: dict) -> None:
+    """Reject hint values that mean nothing (`persistent="yes"`, `persistent=2`), naming the
+    hint and the value; unknown launch options are already rejected by Triton's launcher."""
+    for name, allowed in HINTS.items():
+        if name in args:
+            v = args[name]
+            if not isinstance(v, (bool, int)) or isinstance(v, int) and not isinstance(v, bool) and v not in (0, 1):
+                raise ValueError(f"MTIA hint {name}={v!r} is not valid; expected one of "
+                                 f"{', '.join(map(repr, allowed))}")
+            args[name] = bool(v)
 
 
 class TileModule:
@@ -174,6 +193,7 @@ class MTIABackend(BaseBackend):
         # MTIA_OPTIONS overrides launch options: it is how an ablation switches a feature off
         # for every kernel, including kernels that pass their own num_stages
         args = {**{k: v for k, v in opts.items() if k in names and v is not None}, **env_options()}
+        _check_hints(args)
         if "num_stages" in args and int(args["num_stages"]) < 1:
             raise ValueError(f"num_stages must be >= 1 on MTIA, got {args['num_stages']}")
         args.setdefault("arch", str(self.target.arch))
@@ -245,6 +265,12 @@ class MTIABackend(BaseBackend):
             if options.pipeline_programs else 1
         meta = {"chip": options.arch, "num_stages": pe.stages, "memory_ops": pe.tile.report,
                 "program_pipeline": pipeline, "program_overlap": bool(options.pipeline_programs)}
+        if PERSISTENT_PARAMS[0] in (fn.arg_names or []):
+            # one program per PE looping over the grid: the driver launches (P, 1, 1) and
+            # appends the grid as the hidden parameters (backend/passes/persistent.py)
+            meta.update(persistent=True, program_pipeline=1, program_overlap=False)
+            if pe.tile.report.get("pe_queries"):
+                meta["pe_queries"] = True
         return ProgramText(lowering.select(fn, options, pe.buffers, pe.peak, params, meta))
 
     @staticmethod

@@ -240,9 +240,26 @@ def _int_register(param: dict, a: Any) -> Any:
     return wrap_int(a, dtype) if dtype in INT_BITS and dtype != "i1" else a
 
 
+def _persistent_launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> tuple[tuple, list]:
+    """A persistent program (backend/passes/persistent.py) runs once per PE, at most one per
+    program of the grid, and reads the grid from three hidden parameters appended here."""
+    if not (getattr(program, "meta", None) or {}).get("persistent"):
+        return grid, args
+    pe_grid = load_chip(DEVICE.chip)["pe_grid"]
+    n_pe = int(pe_grid["rows"]) * int(pe_grid["cols"])
+    gx, gy, gz = (int(g) for g in grid)
+    if program.meta.get("pe_queries") and gx * gy * gz > n_pe:
+        # a PE-grid kernel plans its own work per PE: more programs than PEs would run some
+        # PE's share twice
+        raise ValueError(f"kernel '{program.name}' calls mtia.pe_id() / mtia.num_pes(): launch at most one "
+                         f"program per PE, got grid {tuple(grid)} ({gx * gy * gz} programs) on {n_pe} PEs")
+    return (min(n_pe, gx * gy * gz), 1, 1), list(args) + [gx, gy, gz]
+
+
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute
     args = [_storage_tensor(a) for a in args]
+    grid, args = _persistent_launch(program, grid, args)
     for a in args:
         if isinstance(a, torch.Tensor) and a.device.type != "cpu":
             raise ValueError(f"kernel '{program.name}': tensor argument on device {a.device}; the simulated "

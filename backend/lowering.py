@@ -711,6 +711,10 @@ def _return(e: Emitter, op: Op) -> None:
 
 @rule("tt.extern_elementwise")
 def _extern(e: Emitter, op: Op) -> None:
+    if op.attrs.get("symbol", "").startswith("mtia.ext."):
+        from backend.language.mtia import lower_extension  # MTIA language extensions
+        lower_extension(e, op)
+        return
     from backend.language.libdevice import lower_extern
     lower_extern(e, op)
 

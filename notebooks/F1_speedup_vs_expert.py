@@ -19,8 +19,9 @@
 # over the expert program written directly against the intrinsic set, time(expert) /
 # time(Triton), for correct Triton results only (suite `full`: every declared study shape and
 # dtype, default compile options, the default chip mtia2i). The bar is the workload's geometric
-# mean over its dots; workloads are sorted by it. `triton_ext` dots and bars appear where such
-# rows exist.
+# mean over its dots; workloads are sorted by it. `triton_ext` dots and bars (the MTIA-tuned kernels of
+# `kernels/*_ext.py`: compiler hints and language extensions) appear for the workloads that
+# have one.
 #
 # One panel per memory regime measured (column `regime`; rows without one are `cold`):
 # `cold` = every input comes from LPDDR, outputs stay in the on-chip SRAM while the launch's

@@ -21,6 +21,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "single_buffer": {"num_stages": 1},
     "no_software_pipeline": {"software_pipeline": False},
     "no_program_overlap": {"pipeline_programs": False},
+    # the persistent-program hint of the triton_ext kernels (plain kernels never set it);
+    # kernels calling mtia.pe_id() stay persistent: their work split depends on it
+    "no_persistent": {"persistent": False},
 }
 
 

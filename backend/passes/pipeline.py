@@ -8,8 +8,22 @@ from backend.tile_ir import Function
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import dce, rotate, schedule, structure
+    from backend.passes import dce, persistent, rotate, schedule, structure
     report = structure.run(fn, options)
+    asks = persistent.asks_for_pe(fn)
+    if asks:
+        report["pe_queries"] = True
+    if getattr(options, "persistent", False) or asks:
+        prefetch = getattr(options, "software_pipeline", True)
+        keep = {id(a): a for a in fn.args}
+        before, args, names = copy.deepcopy(fn.body, keep), list(fn.args), list(fn.arg_names)
+        persistent.run(fn, prefetch=prefetch)
+        if prefetch and not _fits(fn, options):
+            # the prefetched tiles' second instances do not fit local memory: no prefetch
+            fn.body, fn.args, fn.arg_names = before, args, names
+            persistent.run(fn, prefetch=False)
+        _check_persistent_fits(fn, options)
+        report["persistent"] = True
     if getattr(options, "software_pipeline", True):
         from backend.configs import load_chip
         chip = load_chip(getattr(options, "arch", None))
@@ -39,3 +53,18 @@ def _fits(fn: Function, options: object) -> bool:
     except pe_program.LocalMemoryOverflow:
         return False
     return True
+
+
+def _check_persistent_fits(fn: Function, options: object) -> None:
+    """In the loop over program ids every load is multi-buffered (num_stages copies): a
+    program that fits once may not fit then; say that the hint is why."""
+    from backend import pe_program
+    from backend.configs import load_chip
+    capacity = int(load_chip(getattr(options, "arch", None))["local_memory"]["bytes"])
+    stages = getattr(options, "num_stages", 2)
+    try:
+        pe_program.allocate(fn, capacity, stages)
+    except pe_program.LocalMemoryOverflow as e:
+        raise pe_program.LocalMemoryOverflow(
+            f"persistent=True: the loop over program ids buffers its loads x{stages} (num_stages); {e}",
+            e.required, e.limit) from None

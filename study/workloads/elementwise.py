@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from baselines import torch_ref
 from kernels import elementwise as K
+from kernels import elementwise_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
 
@@ -31,6 +32,11 @@ add.impl("torch")(torch_ref.add)
 @add.impl("triton", source=K.add_kernel)
 def _(x, y):
     return K.add(x, y)
+
+
+@add.impl("triton_ext", source=KX.add_ext_kernel)
+def _(x, y):
+    return KX.add(x, y)
 
 
 def _declare_gelu(name: str, approximate: str, flops_per_elem: int) -> None:

@@ -9,6 +9,7 @@ import torch
 
 from baselines import torch_ref
 from kernels import gemm as K
+from kernels import gemm_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randint, randn
 
@@ -47,6 +48,11 @@ matmul.impl("torch")(torch_ref.matmul)
 @matmul.impl("triton", source=K.matmul_kernel)
 def _(a, b):
     return K.matmul(a, b)
+
+
+@matmul.impl("triton_ext", source=K.matmul_kernel)
+def _(a, b):
+    return KX.matmul(a, b)
 
 
 matmul_autotuned = workload(

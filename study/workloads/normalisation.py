@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from baselines import torch_ref
 from kernels import normalisation as K
+from kernels import normalisation_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
 
@@ -57,6 +58,11 @@ layernorm.impl("torch")(torch_ref.layernorm)
 @layernorm.impl("triton", source=K.layernorm_fwd_kernel)
 def _(x, weight, bias):
     return K.layernorm(x, weight, bias)
+
+
+@layernorm.impl("triton_ext", source=KX.layernorm_ext_kernel)
+def _(x, weight, bias):
+    return KX.layernorm(x, weight, bias)
 
 
 rmsnorm = workload(

@@ -10,6 +10,7 @@ import torch
 
 from baselines import torch_ref
 from kernels import recommendation as K
+from kernels import recommendation_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import jagged, offsets_from_lengths, randint, randn
 
@@ -55,6 +56,10 @@ def _declare_embedding_bag(name: str, mode: str) -> None:
     @w.impl("triton", source=K.embedding_bag_kernel)
     def _(weights, table_offsets, indices, offsets, num_tables):
         return K.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
+
+    @w.impl("triton_ext", source=KX.embedding_bag_ext_kernel)
+    def _(weights, table_offsets, indices, offsets, num_tables):
+        return KX.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
 
 
 _declare_embedding_bag("embedding_bag_sum", "sum")
@@ -107,6 +112,11 @@ jagged_sum.impl("torch")(torch_ref.jagged_sum)
 @jagged_sum.impl("triton", source=K.jagged_sum_kernel)
 def _(values, offsets):
     return K.jagged_sum(values, offsets)
+
+
+@jagged_sum.impl("triton_ext", source=KX.jagged_sum_ext_kernel)
+def _(values, offsets):
+    return KX.jagged_sum(values, offsets)
 
 
 jagged_softmax = workload(

@@ -1,0 +1,246 @@
+"""MTIA compiler hints and language extensions: `persistent=True` (backend/passes/persistent.py)
+and `mtia.pe_id()` / `mtia.num_pes()` (backend/language/mtia.py). The printed PE-level IR of
+a small kernel is pinned; numbers are checked against torch and the plain launch."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from backend.driver import record_launches
+from backend.language import mtia
+
+
+@triton.jit
+def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@triton.jit
+def _scale_rows(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    """out[r, :] = x[r, :] * w + (pid_y, pid_z, grid sizes): a weight row the same in every
+    program, and every program-id / grid query."""
+    r = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
+    cols = tl.arange(0, BLOCK)
+    m = cols < N
+    w = tl.load(w_ptr + cols, mask=m)
+    x = tl.load(x_ptr + r * N + cols, mask=m)
+    extra = (tl.program_id(1) * 10 + tl.program_id(2) * 100 + tl.num_programs(2) * 1000).to(tl.float32)
+    tl.store(out_ptr + r * N + cols, x * w + extra, mask=m)
+
+
+def _canonical(text: str) -> str:
+    """The printed IR with value names numbered in order of appearance and source locations
+    dropped (value numbers depend on what was compiled before)."""
+    names: dict[str, str] = {}
+
+    def name(m: re.Match) -> str:
+        return names.setdefault(m.group(0), f"%{len(names)}")
+    text = re.sub(r"\s*//\s*/\S+:\d+:\d+", "", text)
+    return re.sub(r"%v?\d+", name, text)
+
+
+PINNED_PE = """\
+// PE program: 1536 of 393216 bytes of local memory, DMA in loops buffered x2
+// buffer %0: f32[64] at local+0 (256 B x2)
+// buffer %1: f32[64] at local+0 (256 B x2)
+// buffer %2: f32[64] at local+0 (256 B x2)
+// buffer %3: f32[64] at local+0 (256 B x2)
+// buffer %4: f32[64] at local+0 (256 B x2)
+// buffer %5: f32[64] at local+0 (256 B x2)
+// buffer %6: f32[64] at local+0 (256 B x2)
+// buffer %7: f32[64] at local+512 (256 B x2)
+// buffer %8: f32[64] at local+512 (256 B x2)
+// buffer %9: f32[64] at local+512 (256 B x2)
+// buffer %10: f32[64] at local+512 (256 B x2)
+// buffer %11: f32[64] at local+512 (256 B x2)
+// buffer %12: f32[64] at local+512 (256 B x2)
+// buffer %13: f32[64] at local+512 (256 B x2)
+// buffer %14: f32[64] at local+1024 (256 B x2)
+tile.func @_add(%x_ptr: ptr<f32>, %y_ptr: ptr<f32>, %out_ptr: ptr<f32>, %n: i32, %mtia_grid_x: i32, %mtia_grid_y: i32, %mtia_grid_z: i32) {
+  %15 = arith.constant  {value = 64} : i64
+  %16 = arith.constant  {value = -64} : i64
+  %17 = tt.get_program_id  {axis = 0} : i32
+  %18 = tt.get_num_programs  {axis = 0} : i32
+  %19 = arith.muli %mtia_grid_x, %mtia_grid_y : i32
+  %20 = arith.muli %19, %mtia_grid_z : i32
+  %21 = arith.cmpi %17, %20 {pred = "slt"} : i1
+  %2, %9 = scf.if %21 : tile<64xf32>, tile<64xf32>
+    ^region0():
+      %22 = arith.remsi %17, %mtia_grid_x : i32
+      %23 = arith.muli %22, %15 : i64
+      %24 = arith.muli %22, %16 : i64
+      %25 = arith.addi %24, %n : i64
+      %0 = mtia.dma_load %x_ptr, %23, %25 {path = "dma", desc = "base=%x_ptr, offset=%23, strides=[1], hi=['%25']"} : tile<64xf32>
+      %7 = mtia.dma_load %y_ptr, %23, %25 {path = "dma", desc = "base=%y_ptr, offset=%23, strides=[1], hi=['%25']"} : tile<64xf32>
+      scf.yield %0, %7
+    ^region1():
+      %1 = ub.poison  : tile<64xf32>
+      %8 = ub.poison  : tile<64xf32>
+      scf.yield %1, %8
+  %6, %13 = scf.for %17, %20, %18, %2, %9 {prefetch = 2} : tile<64xf32>, tile<64xf32>
+    ^region0(%26: i32, %3: tile<64xf32>, %10: tile<64xf32>):
+      %27 = arith.addi %26, %18 : i32
+      %28 = arith.remsi %26, %mtia_grid_x : i32
+      %14 = arith.addf %3, %10 : tile<64xf32>
+      %29 = arith.cmpi %27, %20 {pred = "slt"} : i1
+      %30 = arith.muli %28, %15 : i64
+      %31 = arith.muli %28, %16 : i64
+      %5, %12 = scf.if %29 : tile<64xf32>, tile<64xf32>
+        ^region0():
+          %32 = arith.remsi %27, %mtia_grid_x : i32
+          %33 = arith.muli %32, %15 : i64
+          %34 = arith.muli %32, %16 : i64
+          %35 = arith.addi %34, %n : i64
+          %4 = mtia.dma_load %x_ptr, %33, %35 {path = "dma", desc = "base=%x_ptr, offset=%33, strides=[1], hi=['%35']"} : tile<64xf32>
+          %11 = mtia.dma_load %y_ptr, %33, %35 {path = "dma", desc = "base=%y_ptr, offset=%33, strides=[1], hi=['%35']"} : tile<64xf32>
+          scf.yield %4, %11
+        ^region1():
+          scf.yield %3, %10
+      %36 = arith.addi %31, %n : i64
+      mtia.dma_store %out_ptr, %30, %36, %14 {path = "dma", desc = "base=%out_ptr, offset=%30, strides=[1], hi=['%36'], value=%14", shape = [64], dtype = "f32"}
+      scf.yield %5, %12
+  tt.return
+}
+"""
+
+
+def test_persistent_pe_ir_is_pinned():
+    x, y = torch.randn(300), torch.randn(300)
+    out = torch.empty(300)
+    k = _add[(5,)](x, y, out, 300, BLOCK=64, persistent=True)
+    assert torch.equal(out, x + y)
+    # the grid as hidden parameters; the first id's loads before the loop over program ids
+    # (pid, pid + P, ...); in the loop, the next id's loads (guarded) before this id's store
+    assert _canonical(k.asm["pe"]) == PINNED_PE
+
+
+def test_persistent_matches_torch_and_plain_launch():
+    torch.manual_seed(0)
+    for n in (1, 100, 64 * 64, 64 * 64 * 3 + 17):
+        x, y = torch.randn(n), torch.randn(n)
+        out = torch.empty(n)
+        _add[(triton.cdiv(n, 16),)](x, y, out, n, BLOCK=16, persistent=True)
+        assert torch.equal(out, x + y), n
+    # 3-D grid, more programs than PEs, a hoisted weight row and every id / size query
+    gx, gy, gz, N = 7, 5, 3, 40
+    x, w = torch.randn(gx * gy * gz, N), torch.randn(N)
+    rows = torch.arange(gx * gy * gz)
+    py, pz = (rows // gx) % gy, rows // (gx * gy)
+    ref = x * w + (py * 10 + pz * 100 + gz * 1000).float()[:, None]
+    for persistent in (False, True):
+        out = torch.empty_like(x)
+        k = _scale_rows[(gx, gy, gz)](x, w, out, N, BLOCK=64, persistent=persistent)
+        torch.testing.assert_close(out, ref)
+    # the weight row is loaded once per PE, before the loop over program ids
+    head, loop = k.asm["tile"].split("scf.for", 1)
+    assert "base=%w_ptr" in head and "base=%w_ptr" not in loop
+
+
+def test_persistent_launch_runs_one_program_per_pe_and_pays_overheads_once():
+    n = 64 * 64 * 8
+    x, y = torch.randn(n), torch.randn(n)
+    cycles = {}
+    for persistent in (False, True):
+        out = torch.empty(n)
+        with record_launches() as recs:
+            _add[(n // 64,)](x, y, out, n, BLOCK=64, persistent=persistent)
+        assert torch.equal(out, x + y)
+        cycles[persistent] = recs[0].cycles
+        assert recs[0].grid == ((64, 1, 1) if persistent else (n // 64, 1, 1))
+        assert recs[0].timing.detail["n_programs"] == (64 if persistent else n // 64)
+    # 8 tiny programs per PE: replacing a job (0.5 us) costs more than their work
+    assert cycles[True] < 0.6 * cycles[False]
+    with record_launches() as recs:
+        _add[(3,)](x, y, out, 3 * 64, BLOCK=64, persistent=True)
+    assert recs[0].grid == (3, 1, 1)
+
+
+@pytest.mark.parametrize("value", ["yes", 2, None.__class__])
+def test_bad_hint_values_are_errors_naming_the_hint(value):
+    x = torch.zeros(64)
+    with pytest.raises(ValueError, match=r"MTIA hint persistent=.* is not valid"):
+        _add[(1,)](x, x, x, 64, BLOCK=64, persistent=value)
+
+
+def test_unknown_hint_is_an_error_naming_it():
+    x = torch.zeros(64)
+    with pytest.raises(KeyError, match="persistant"):
+        _add[(1,)](x, x, x, 64, BLOCK=64, persistant=True)
+
+
+@triton.jit
+def _who(out_ptr):
+    tl.store(out_ptr + tl.program_id(0) * 2, mtia.pe_id())
+    tl.store(out_ptr + tl.program_id(0) * 2 + 1, mtia.num_pes())
+
+
+def test_pe_id_and_num_pes():
+    out = torch.full((128,), -1, dtype=torch.int32)
+    k = _who[(64,)](out)
+    # compiled persistent whatever the launch options say: one program per PE
+    assert out.view(-1, 2).tolist() == [[i, 64] for i in range(64)]
+    assert "scalar.pid" in k.asm["mtiasm"] and '"persistent": true' in k.asm["tile"]
+    out = torch.full((10,), -1, dtype=torch.int32)
+    _who[(5,)](out)
+    assert out.view(-1, 2).tolist() == [[i, 5] for i in range(5)]
+    # more programs than PEs would run some PE's share of the work twice
+    with pytest.raises(ValueError, match=r"calls mtia.pe_id\(\) / mtia.num_pes\(\): launch at most one program "
+                                         r"per PE, got grid \(100, 1, 1\)"):
+        _who[(100,)](torch.zeros(200, dtype=torch.int32))
+
+
+def test_extension_on_another_backend_is_a_clear_error():
+    with pytest.raises(Exception, match=r"mtia\.pe_id\(\) is an MTIA language extension and needs the MTIA "
+                                        r"backend \(this kernel is being compiled for 'cuda'\)"):
+        triton.compile(ASTSource(_who, {"out_ptr": "*i32"}, {}), target=GPUTarget("cuda", 80, 32))
+
+
+@triton.jit
+def _row_sums(x_ptr, out_ptr, M, N: tl.constexpr):
+    """The README's example: a contiguous share of the rows per PE."""
+    pe, n_pe = mtia.pe_id(), mtia.num_pes()
+    rows_per_pe = tl.cdiv(M, n_pe)
+    for r in range(pe * rows_per_pe, tl.minimum(M, (pe + 1) * rows_per_pe)):
+        tl.store(out_ptr + r, tl.sum(tl.load(x_ptr + r * N + tl.arange(0, N)), axis=0))
+
+
+def test_readme_pe_grid_example():
+    x = torch.randn(1000, 128)
+    out = torch.empty(1000)
+    _row_sums[(64,)](x, out, 1000, N=128)
+    torch.testing.assert_close(out, x.sum(1), atol=1e-4, rtol=1e-5)
+
+
+def test_mtia_options_switch_the_hint_off(monkeypatch):
+    monkeypatch.setenv("MTIA_OPTIONS", "persistent=0")
+    x, y = torch.randn(640), torch.randn(640)
+    out = torch.empty(640)
+    with record_launches() as recs:
+        _add[(80,)](x, y, out, 640, BLOCK=8, persistent=True)
+    assert torch.equal(out, x + y) and recs[0].grid == (80, 1, 1)
+
+
+@triton.jit
+def _double(x_ptr, out_ptr, N: tl.constexpr):
+    r = tl.program_id(0)
+    x = tl.load(x_ptr + r * N + tl.arange(0, N))
+    tl.store(out_ptr + r * N + tl.arange(0, N), x * 2.0)
+
+
+def test_persistent_that_does_not_fit_names_the_hint():
+    x = torch.randn(3, 65536)  # a 256 KB row: fits once, not twice
+    out = torch.empty_like(x)
+    _double[(3,)](x, out, N=65536)
+    with pytest.raises(Exception, match=r"persistent=True: the loop over program ids buffers its loads x2"):
+        _double[(3,)](x, out, N=65536, persistent=True)
+    out.zero_()
+    _double[(3,)](x, out, N=65536, persistent=True, num_stages=1)
+    assert torch.equal(out, x * 2)
