@@ -207,12 +207,28 @@ def _scale_rows(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr):
 
 
 def test_program_invariant_loads_stay_resident_on_a_pe():
+    from backend import driver
     from backend.driver import record_launches
     x = torch.randn(512, 100)
     w = torch.randn(100)
     out = torch.empty_like(x)
+    with record_launches() as charged:  # the default: held tiles are charged like any load
+        _scale_rows[(512,)](x, w, out, 100, BLOCK=128)
+    # the assumption under study (assumptions.held_tiles = "held"): a PE's later programs find
+    # the tile in local memory
+    old_chip = driver.DEVICE.chip
+    driver.set_chip("mtia2i@assumptions.held_tiles=held")
+    try:
+        _check_held_tiles(x, w, out, charged[0].cycles)
+    finally:
+        driver.set_chip(old_chip)
+
+
+def _check_held_tiles(x, w, out, charged_cycles):
+    from backend.driver import record_launches
     with record_launches() as recs:
         k = _scale_rows[(512,)](x, w, out, 100, BLOCK=128)
+    assert recs[0].cycles < charged_cycles
     torch.testing.assert_close(out, x * w)
     loads = [ln for ln in k.asm["tile"].splitlines() if "mtia.dma_load" in ln]
     assert len(loads) == 2
