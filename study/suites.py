@@ -63,8 +63,10 @@ def _is_autotuned(w: Workload) -> bool:
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in (
+    # the gate's suite: hand-written kernels and expert programs (Inductor's rows come from `full`;
+    # compiling every test shape through Inductor would multiply the gate's time)
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
-          lambda: ["mtia2i"]),
+          lambda: ["mtia2i"], impls=("triton", "triton_ext", "expert")),
     Suite("full", "the representative study shape of every workload on the default chip (T2, F1, F2)",
           "study", _default_chip, primary_only=True, first_dtype_only=True),
     Suite("study_all", "every study shape and dtype of every workload (long: not part of reproduce)", "study",
