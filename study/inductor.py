@@ -41,6 +41,10 @@ def configure() -> None:
     import torch._inductor.config as ic
     ic.cpu_backend = "triton"
     ic.compile_threads = 1
+    # the switches of backend/inductor_cpu/options.py change code generation outside Inductor's
+    # cache key: a cached graph could come from another setting
+    ic.fx_graph_cache = False
+    ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
     from backend.inductor_cpu import extern, heuristics
     heuristics.install()
