@@ -5,8 +5,10 @@ Each enhancement can be turned off alone, to measure what it buys:
     MTIA_INDUCTOR="split_reductions=0,extern_gemm=0"   # environment, read by activate()
     compile_for_mtia(model, x, split_reductions=False)  # per compile (study/compile_mtia.py)
 
-- `split_reductions`: reduction kernels spread their rows over the 64 PEs instead of letting
-  Inductor's CPU-sized heuristics pick a grid of one or a few programs (heuristics.py).
+- `persistent_reductions`: rows that fit a PE's local memory are reduced persistently (one
+  read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
+- `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
+  spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py), so their time is simulated.
 - `extern_sdpa`: scaled_dot_product_attention runs as the Triton flash-attention kernel.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-DEFAULTS: dict[str, bool] = {"split_reductions": True, "extern_gemm": True, "extern_sdpa": True}
+DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "extern_gemm": True, "extern_sdpa": True}
 _ACTIVE: dict[str, bool] = {}
 
 
