@@ -84,6 +84,9 @@ class MTIAReport:
         return "\n".join(lines)
 
 
+# programs launched by backend/inductor_cpu/extern.py's custom ops, by name prefix
+_EXTERN_OPS = {"expert_gemm": ["mtia_sim.gemm <- aten.mm/addmm/bmm"],
+               "flash_attn": ["mtia_sim.sdpa <- aten._scaled_dot_product_flash_attention_for_cpu"]}
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)'", re.M)
 _ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _EXTERN = re.compile(r"extern_kernels\.(\w+)\(")
@@ -168,7 +171,7 @@ def compile_for_mtia(model: Callable, *example_inputs: Any, **options: Any) -> t
         compiled(*example_inputs)
     for r in recs:
         busy = dict(getattr(r.timing, "engine_busy", None) or {})
-        ops = names.get(r.name) or (["mtia_sim.gemm (aten.mm/addmm/bmm)"] if r.name.startswith("expert_gemm") else [])
+        ops = names.get(r.name) or _EXTERN_OPS.get(r.name.split("_")[0] + "_" + r.name.split("_")[1], [])
         rep.kernels.append(KernelRow(r.name, ops, tuple(r.grid), r.cycles, r.time_us, busy))
     rep.host_ops = host.rows
     return compiled, rep

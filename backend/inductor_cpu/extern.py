@@ -1,4 +1,5 @@
-"""GEMMs of Inductor graphs on the simulated chip: aten.mm / addmm / bmm as the expert GEMM.
+"""GEMMs and attention of Inductor graphs on the simulated chip: aten.mm / addmm / bmm as the
+expert GEMM, scaled dot-product attention as a flash-attention Triton kernel (attention.py).
 
 Inductor leaves GEMMs on CPU tensors to aten (extern kernels), which run on the host and have
 no simulated time. Through Inductor's post-grad custom pass (`config.post_grad_custom_post_pass`,
@@ -9,7 +10,7 @@ program does not do as graph ops, so Inductor generates Triton kernels for them 
 a non-contiguous operand (a linear layer's transposed weight) is first copied contiguous, and
 addmm's bias is added after the product.
 
-Switch: `extern_gemm` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
+Switches: `extern_gemm`, `extern_sdpa` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
 the simulated chip, so host-op accounting skips them (study/model_coverage.py, compile_mtia.py).
 """
 from __future__ import annotations
@@ -42,6 +43,23 @@ def _gemm_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 _lib.impl("gemm", _gemm_impl, "CPU")
 torch.library.register_fake(f"{NAMESPACE}::gemm", _gemm_fake, lib=_lib)
 
+_lib.define("sdpa(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float? scale, bool is_causal) -> Tensor")
+
+
+def _sdpa_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None,
+               scale: float | None, is_causal: bool) -> torch.Tensor:
+    from backend.inductor_cpu.attention import sdpa
+    return sdpa(q, k, v, attn_mask, scale, is_causal)
+
+
+def _sdpa_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None,
+               scale: float | None, is_causal: bool) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+_lib.impl("sdpa", _sdpa_impl, "CPU")
+torch.library.register_fake(f"{NAMESPACE}::sdpa", _sdpa_fake, lib=_lib)
+
 
 def _val(n: Any) -> Any:
     return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
@@ -57,7 +75,10 @@ class GemmToChip(CustomGraphPass):
     """mm / bmm / addmm (beta = alpha = 1) on CPU tensors -> mtia_sim.gemm (+ bias add)."""
 
     def __call__(self, graph: torch.fx.Graph) -> None:
+        if options.enabled("extern_sdpa"):
+            _sdpa_to_chip(graph)
         if not options.enabled("extern_gemm"):
+            graph.lint()
             return
         aten = torch.ops.aten
         gemm = getattr(torch.ops, NAMESPACE).gemm.default
@@ -90,7 +111,39 @@ class GemmToChip(CustomGraphPass):
         graph.lint()
 
     def uuid(self) -> Any:
-        return ("mtia_sim.GemmToChip", 1, options.enabled("extern_gemm"))
+        return ("mtia_sim.GemmToChip", 2, options.enabled("extern_gemm"), options.enabled("extern_sdpa"))
+
+
+def _sdpa_to_chip(graph: torch.fx.Graph) -> None:
+    """_scaled_dot_product_flash_attention_for_cpu -> mtia_sim.sdpa where only its output is used
+    (not its logsumexp), without dropout, on shapes the kernel takes."""
+    import operator
+
+    from backend.inductor_cpu.attention import supported
+    aten = torch.ops.aten
+    sdpa = getattr(torch.ops, NAMESPACE).sdpa.default
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten._scaled_dot_product_flash_attention_for_cpu.default:
+            continue
+        q, k, v = node.args[:3]
+        dropout = node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0)
+        causal = node.args[4] if len(node.args) > 4 else node.kwargs.get("is_causal", False)
+        mask, scale = node.kwargs.get("attn_mask"), node.kwargs.get("scale")
+        users = list(node.users)
+        if dropout or not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
+            continue
+        vq, vk, vv = _val(q), _val(k), _val(v)
+        if not all(isinstance(t, torch.Tensor) for t in (vq, vk, vv)) or not supported(vq, vk, vv):
+            continue
+        if vq.device.type != "cpu":
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(sdpa, (q, k, v, mask, scale, bool(causal)))
+            new.meta["val"] = _val(users[0]) if users else None
+        for u in users:
+            u.replace_all_uses_with(new)
+            graph.erase_node(u)
+        graph.erase_node(node)
 
 
 def install() -> None:

@@ -69,11 +69,15 @@ def test_compile_for_mtia_reports_kernels_and_host_ops_apart() -> None:
         torch.testing.assert_close(compiled(*case.inputs), case.module(*case.inputs), rtol=1e-2, atol=1e-2)
     assert rep.kernels and all(k.time_us > 0 and k.engine_busy for k in rep.kernels)
     assert any(k.aten_ops and k.aten_ops[0].startswith("aten.") for k in rep.kernels)
-    # GEMMs run as the expert program on the chip (DPE busy); attention stays on the host
+    # GEMMs run as the expert program (DPE busy), attention as the masked flash kernel: all on chip
     assert any(k.name.startswith("expert_gemm") and k.engine_busy.get("DPE", 0) > 0 for k in rep.kernels)
-    assert [h.name for h in rep.host_ops] == ["_scaled_dot_product_flash_attention_for_cpu"]
+    assert any(k.name == "flash_attn_mask_kernel" and k.aten_ops for k in rep.kernels)
+    assert rep.all_on_chip
     assert rep.chip_time_us == pytest.approx(sum(k.time_us for k in rep.kernels))
-    assert "host fallbacks" in rep.report()
+    torch._dynamo.reset()
+    _, off = compile_for_mtia(case.module, *case.inputs, extern_sdpa=False)
+    assert [h.name for h in off.host_ops] == ["_scaled_dot_product_flash_attention_for_cpu"]
+    assert "host fallbacks" in off.report()
 
 
 def test_extern_gemm_off_leaves_mm_on_the_host() -> None:
