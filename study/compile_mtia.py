@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from study.inductor import configure, launches_unrecorded, timing_only
+from study.inductor import configure, warm_up
 
 
 @dataclass
@@ -86,7 +86,8 @@ class MTIAReport:
 
 # programs launched by backend/inductor_cpu/extern.py's custom ops, by name prefix
 _EXTERN_OPS = {"expert_gemm": ["mtia_sim.gemm <- aten.mm/addmm/bmm"],
-               "flash_attn": ["mtia_sim.sdpa <- aten._scaled_dot_product_flash_attention_for_cpu"]}
+               "flash_attn": ["mtia_sim.sdpa <- aten._scaled_dot_product_flash_attention_for_cpu"],
+               "embedding_bag": ["mtia_sim.embedding_bag <- aten._embedding_bag"]}
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)'", re.M)
 _ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _EXTERN = re.compile(r"extern_kernels\.(\w+)\(")
@@ -163,8 +164,7 @@ def compile_for_mtia(model: Callable, *example_inputs: Any, **options: Any) -> t
     configure()
     active = opts.activate(**options)
     compiled = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
-    with torch.no_grad(), launches_unrecorded(), timing_only():
-        _, codes = run_and_get_code(compiled, *example_inputs)
+    _, codes = warm_up(lambda *a: run_and_get_code(compiled, *a), example_inputs, {})
     names, externs = kernel_aten_ops(codes)
     rep = MTIAReport(drv.DEVICE.chip, extern_calls=externs, options=active)
     with torch.no_grad(), drv.record_launches() as recs, _HostTimer() as host:

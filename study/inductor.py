@@ -78,6 +78,22 @@ def timing_only() -> Iterator[None]:
         DEVICE.mode = saved
 
 
+def warm_up(call: Callable, args: tuple, kwargs: dict) -> Any:
+    """The compiling call, on copies of the inputs, unrecorded and in timing mode; simulated in
+    full if timing mode fails (an index computed by a skipped instruction can leave its tensor)."""
+    def copies() -> tuple[tuple, dict]:
+        cl = lambda v: v.clone() if isinstance(v, torch.Tensor) else v  # noqa: E731
+        return tuple(cl(a) for a in args), {k: cl(v) for k, v in kwargs.items()}
+    try:
+        a, k = copies()
+        with torch.no_grad(), launches_unrecorded(), timing_only():
+            return call(*a, **k)
+    except Exception:
+        a, k = copies()
+        with torch.no_grad(), launches_unrecorded():
+            return call(*a, **k)
+
+
 def _signature(args: dict) -> tuple:
     def sig(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
@@ -97,16 +113,7 @@ def compiled(name: str, fn: Callable, kwargs: dict) -> Callable:
     if key not in _COMPILED:
         configure()
         c = torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)
-        clones = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
-        try:
-            with torch.no_grad(), launches_unrecorded(), timing_only():
-                c(**clones)
-        except Exception:
-            # an index computed by a skipped instruction can leave the tensor in timing mode:
-            # the compile run is then simulated in full
-            clones = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
-            with torch.no_grad(), launches_unrecorded():
-                c(**clones)
+        warm_up(lambda *a, **k: c(*a, **k), (), kwargs)
         _COMPILED[key] = c
     return _COMPILED[key]
 

@@ -1,5 +1,6 @@
 """GEMMs and attention of Inductor graphs on the simulated chip: aten.mm / addmm / bmm as the
-expert GEMM, scaled dot-product attention as a flash-attention Triton kernel (attention.py).
+expert GEMM, scaled dot-product attention as a flash-attention Triton kernel (attention.py),
+embedding bags (sum / mean) as the Triton embedding-bag kernel of kernels/recommendation.py.
 
 Inductor leaves GEMMs on CPU tensors to aten (extern kernels), which run on the host and have
 no simulated time. Through Inductor's post-grad custom pass (`config.post_grad_custom_post_pass`,
@@ -10,7 +11,7 @@ program does not do as graph ops, so Inductor generates Triton kernels for them 
 a non-contiguous operand (a linear layer's transposed weight) is first copied contiguous, and
 addmm's bias is added after the product.
 
-Switches: `extern_gemm`, `extern_sdpa` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
+Switches: `extern_gemm`, `extern_sdpa`, `extern_embedding_bag` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
 the simulated chip, so host-op accounting skips them (study/model_coverage.py, compile_mtia.py).
 """
 from __future__ import annotations
@@ -60,6 +61,25 @@ def _sdpa_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: tor
 _lib.impl("sdpa", _sdpa_impl, "CPU")
 torch.library.register_fake(f"{NAMESPACE}::sdpa", _sdpa_fake, lib=_lib)
 
+_lib.define("embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool mean) -> Tensor")
+
+
+def _embedding_bag_impl(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                        mean: bool) -> torch.Tensor:
+    from kernels.recommendation import embedding_bag
+    # one table at row 0: the table-batched kernel of kernels/recommendation.py
+    table_offsets = torch.zeros(1, dtype=offsets.dtype)
+    return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
+
+
+def _embedding_bag_fake(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                        mean: bool) -> torch.Tensor:
+    return weight.new_empty((offsets.shape[0] - 1, weight.shape[1]))
+
+
+_lib.impl("embedding_bag", _embedding_bag_impl, "CPU")
+torch.library.register_fake(f"{NAMESPACE}::embedding_bag", _embedding_bag_fake, lib=_lib)
+
 
 def _val(n: Any) -> Any:
     return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
@@ -77,6 +97,8 @@ class GemmToChip(CustomGraphPass):
     def __call__(self, graph: torch.fx.Graph) -> None:
         if options.enabled("extern_sdpa"):
             _sdpa_to_chip(graph)
+        if options.enabled("extern_embedding_bag"):
+            _embedding_bag_to_chip(graph)
         if not options.enabled("extern_gemm"):
             graph.lint()
             return
@@ -111,7 +133,7 @@ class GemmToChip(CustomGraphPass):
         graph.lint()
 
     def uuid(self) -> Any:
-        return ("mtia_sim.GemmToChip", 2, options.enabled("extern_gemm"), options.enabled("extern_sdpa"))
+        return ("mtia_sim.GemmToChip", 3, tuple(sorted(options.activate_current().items())))
 
 
 def _sdpa_to_chip(graph: torch.fx.Graph) -> None:
@@ -150,3 +172,35 @@ def install() -> None:
     import torch._inductor.config as ic
     if not isinstance(ic.post_grad_custom_post_pass, GemmToChip):
         ic.post_grad_custom_post_pass = GemmToChip()
+
+
+def _embedding_bag_to_chip(graph: torch.fx.Graph) -> None:
+    """_embedding_bag(_forward_only) in sum or mean mode with include_last_offset, no per-sample
+    weights, no padding index, where only its pooled output is used -> mtia_sim.embedding_bag."""
+    import operator
+    aten = torch.ops.aten
+    targets = (aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
+    names = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
+             "include_last_offset", "padding_idx")
+    defaults = dict(scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                    include_last_offset=False, padding_idx=-1)
+    op = getattr(torch.ops, NAMESPACE).embedding_bag.default
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in targets:
+            continue
+        a = dict(defaults, **dict(zip(names, node.args)), **node.kwargs)
+        users = list(node.users)
+        if (a["mode"] not in (0, 1) or a["per_sample_weights"] is not None or not a["include_last_offset"]
+                or a["padding_idx"] not in (-1, None)
+                or not all(u.target is operator.getitem and u.args[1] == 0 for u in users)):
+            continue
+        w = _val(a["weight"])
+        if not isinstance(w, torch.Tensor) or w.device.type != "cpu" or w.dim() != 2 or not w.is_contiguous():
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(op, (a["weight"], a["indices"], a["offsets"], a["mode"] == 1))
+            new.meta["val"] = _val(users[0]) if users else None
+        for u in users:
+            u.replace_all_uses_with(new)
+            graph.erase_node(u)
+        graph.erase_node(node)

@@ -11,7 +11,10 @@ Each enhancement can be turned off alone, to measure what it buys:
   spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py), so their time is simulated.
-- `extern_sdpa`: scaled_dot_product_attention runs as the Triton flash-attention kernel.
+- `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
+  additive mask (attention.py).
+- `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
+  embedding-bag kernel of kernels/recommendation.py.
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
@@ -21,7 +24,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "extern_gemm": True, "extern_sdpa": True}
+DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "extern_gemm": True, "extern_sdpa": True,
+                             "extern_embedding_bag": True}
 _ACTIVE: dict[str, bool] = {}
 
 
@@ -44,6 +48,13 @@ def activate(**overrides: Any) -> dict[str, bool]:
     _ACTIVE.update(DEFAULTS)
     _ACTIVE.update(_parse(os.environ.get("MTIA_INDUCTOR", "")))
     _ACTIVE.update({k: bool(v) for k, v in overrides.items()})
+    return dict(_ACTIVE)
+
+
+def activate_current() -> dict[str, bool]:
+    """The switches in effect (activating the defaults and MTIA_INDUCTOR if none were)."""
+    if not _ACTIVE:
+        activate()
     return dict(_ACTIVE)
 
 
