@@ -51,6 +51,14 @@ def configure() -> None:
     extern.install()
 
 
+def unconfigure() -> None:
+    """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
+    a process that goes on to compile without them (T3's stock measurement, tests)."""
+    from backend.inductor_cpu import extern, heuristics
+    heuristics.uninstall()
+    extern.uninstall()
+
+
 @contextlib.contextmanager
 def launches_unrecorded() -> Iterator[None]:
     """Launches inside the block reach no record_launches() recorder (compile and autotuning

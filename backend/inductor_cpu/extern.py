@@ -204,3 +204,9 @@ def _embedding_bag_to_chip(graph: torch.fx.Graph) -> None:
             u.replace_all_uses_with(new)
             graph.erase_node(u)
         graph.erase_node(node)
+
+
+def uninstall() -> None:
+    import torch._inductor.config as ic
+    if isinstance(ic.post_grad_custom_post_pass, GemmToChip):
+        ic.post_grad_custom_post_pass = None

@@ -91,3 +91,12 @@ def install() -> None:
     ic.inductor_choices_class = MTIAChoices
     if not isinstance(V.choices, MTIAChoices):
         V.set_choices_handler(MTIAChoices())
+
+
+def uninstall() -> None:
+    import torch._inductor.config as ic
+    from torch._inductor.virtualized import V
+    if ic.inductor_choices_class is MTIAChoices:
+        ic.inductor_choices_class = None
+    if isinstance(V.choices, MTIAChoices):
+        V.set_choices_handler(InductorChoices())

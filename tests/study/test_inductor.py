@@ -6,7 +6,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
 from backend.inductor_cpu import options
-from study.inductor import HostFallback, configure, run_on_chip
+from study.inductor import HostFallback, configure, run_on_chip, unconfigure
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +16,8 @@ def _fresh() -> None:
     torch._dynamo.reset()
     yield
     options.activate()
+    unconfigure()  # later tests in this process (T3's) compile with Inductor's own choices
+    torch._dynamo.reset()
 
 
 def test_every_workload_with_a_reference_has_an_inductor_impl() -> None:
@@ -88,3 +90,13 @@ def test_extern_gemm_off_leaves_mm_on_the_host() -> None:
     _, off = compile_for_mtia(lambda a, b: (a @ b).relu(), a, b, extern_gemm=False)
     assert on.all_on_chip and any(k.name.startswith("expert_gemm") for k in on.kernels)
     assert [h.name for h in off.host_ops] == ["mm"]
+
+
+def test_dlrm_runs_every_op_on_the_chip() -> None:
+    from study import compile_for_mtia, models
+    case = models.build("dlrm", "test")
+    compiled, rep = compile_for_mtia(case.module, *case.inputs)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*case.inputs), case.module(*case.inputs), rtol=1e-2, atol=1e-2)
+    assert rep.all_on_chip, rep.report()
+    assert any(k.name == "embedding_bag_kernel" for k in rep.kernels)
