@@ -116,4 +116,7 @@ def load_all() -> dict[str, Workload]:
     # expert programs attach themselves to the workloads declared above
     for m in sorted(pkgutil.iter_modules(expert.__path__), key=lambda m: m.name):
         importlib.import_module(f"baselines.expert.{m.name}")
+    # every workload's torch reference compiled by Inductor (study/inductor.py)
+    from study.inductor import register_inductor
+    register_inductor(WORKLOADS)
     return WORKLOADS

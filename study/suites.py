@@ -18,6 +18,7 @@ from study.registry import Workload
 # The plain kernel and its MTIA-tuned variant: the implementations the compiler options affect.
 TRITON_IMPLS = ("triton", "triton_ext")
 MEASURED_IMPLS = ("triton", "triton_ext", "expert", "inductor")  # torch is the reference, not measured
+HAND_WRITTEN_IMPLS = ("triton", "triton_ext", "expert")
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,17 @@ def _is_autotuned(w: Workload) -> bool:
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in (
+    # quick and full: hand-written kernels and expert programs. Inductor has a suite of its own:
+    # its compile-time autotuning runs every candidate config through the simulator (minutes per
+    # workload at study shapes), which neither the gate nor the reproduce budget can take
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
-          lambda: ["mtia2i"]),
+          lambda: ["mtia2i"], impls=HAND_WRITTEN_IMPLS),
     Suite("full", "every study shape and dtype of every workload on the default chip, priced in every memory "
-          "regime (T2, F1, F2)", "study", _default_chip, priced_regimes=("resident", "writeback")),
+          "regime (T2, F1, F2)", "study", _default_chip, impls=HAND_WRITTEN_IMPLS,
+          priced_regimes=("resident", "writeback")),
+    Suite("inductor", "torch.compile of every workload's reference at its representative shape, first dtype "
+          "(not part of reproduce: slow to compile)", "study", _default_chip, impls=("inductor",),
+          primary_only=True, first_dtype_only=True, priced_regimes=("resident", "writeback")),
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,

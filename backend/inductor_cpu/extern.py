@@ -1,0 +1,212 @@
+"""GEMMs and attention of Inductor graphs on the simulated chip: aten.mm / addmm / bmm as the
+expert GEMM, scaled dot-product attention as a flash-attention Triton kernel (attention.py),
+embedding bags (sum / mean) as the Triton embedding-bag kernel of kernels/recommendation.py.
+
+Inductor leaves GEMMs on CPU tensors to aten (extern kernels), which run on the host and have
+no simulated time. Through Inductor's post-grad custom pass (`config.post_grad_custom_post_pass`,
+an extension point, not a fork) each such node becomes `mtia_sim.gemm(a, b)`, a custom op that
+launches the expert GEMM program (baselines/expert/gemm.py) through backend.driver, so the
+launch is simulated and recorded like Inductor's own kernels. Around it the pass keeps what the
+program does not do as graph ops, so Inductor generates Triton kernels for them (simulated too):
+a non-contiguous operand (a linear layer's transposed weight) is first copied contiguous, and
+addmm's bias is added after the product.
+
+Switches: `extern_gemm`, `extern_sdpa`, `extern_embedding_bag` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
+the simulated chip, so host-op accounting skips them (study/model_coverage.py, compile_mtia.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+from backend.inductor_cpu import options
+
+NAMESPACE = "mtia_sim"
+# dtypes the expert GEMM program takes (f32 is priced at the chip's FP32 vector rate)
+_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+_lib = torch.library.Library(NAMESPACE, "DEF")
+_lib.define("gemm(Tensor a, Tensor b) -> Tensor")
+
+
+def _gemm_impl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    from baselines.expert.gemm import matmul
+    from baselines.expert.gemm import bmm
+    return bmm(a, b) if a.dim() == 3 else matmul(a, b)
+
+
+def _gemm_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.new_empty((*a.shape[:-1], b.shape[-1]))
+
+
+_lib.impl("gemm", _gemm_impl, "CPU")
+torch.library.register_fake(f"{NAMESPACE}::gemm", _gemm_fake, lib=_lib)
+
+_lib.define("sdpa(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float? scale, bool is_causal) -> Tensor")
+
+
+def _sdpa_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None,
+               scale: float | None, is_causal: bool) -> torch.Tensor:
+    from backend.inductor_cpu.attention import sdpa
+    return sdpa(q, k, v, attn_mask, scale, is_causal)
+
+
+def _sdpa_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None,
+               scale: float | None, is_causal: bool) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+_lib.impl("sdpa", _sdpa_impl, "CPU")
+torch.library.register_fake(f"{NAMESPACE}::sdpa", _sdpa_fake, lib=_lib)
+
+_lib.define("embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool mean) -> Tensor")
+
+
+def _embedding_bag_impl(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                        mean: bool) -> torch.Tensor:
+    from kernels.recommendation import embedding_bag
+    # one table at row 0: the table-batched kernel of kernels/recommendation.py
+    table_offsets = torch.zeros(1, dtype=offsets.dtype)
+    return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
+
+
+def _embedding_bag_fake(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                        mean: bool) -> torch.Tensor:
+    return weight.new_empty((offsets.shape[0] - 1, weight.shape[1]))
+
+
+_lib.impl("embedding_bag", _embedding_bag_impl, "CPU")
+torch.library.register_fake(f"{NAMESPACE}::embedding_bag", _embedding_bag_fake, lib=_lib)
+
+
+def _val(n: Any) -> Any:
+    return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+
+
+def _eligible(node: torch.fx.Node) -> bool:
+    a, b = _val(node.args[-2]), _val(node.args[-1])
+    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.device.type == "cpu"
+            and a.dtype == b.dtype and a.dtype in _DTYPES and a.numel() > 0 and b.numel() > 0)
+
+
+class GemmToChip(CustomGraphPass):
+    """mm / bmm / addmm (beta = alpha = 1) on CPU tensors -> mtia_sim.gemm (+ bias add)."""
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        if options.enabled("extern_sdpa"):
+            _sdpa_to_chip(graph)
+        if options.enabled("extern_embedding_bag"):
+            _embedding_bag_to_chip(graph)
+        if not options.enabled("extern_gemm"):
+            graph.lint()
+            return
+        aten = torch.ops.aten
+        gemm = getattr(torch.ops, NAMESPACE).gemm.default
+        for node in list(graph.nodes):
+            if node.op != "call_function" or node.target not in (aten.mm.default, aten.bmm.default,
+                                                                  aten.addmm.default):
+                continue
+            if node.target is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
+                continue
+            if not _eligible(node):
+                continue
+            with graph.inserting_before(node):
+                ops = []
+                for x in node.args[-2:]:
+                    v = _val(x)
+                    if not v.is_contiguous():
+                        # the program reads row-major operands: the copy is a Triton kernel
+                        x = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+                        x.meta["val"] = v.contiguous()
+                    ops.append(x)
+                new = graph.call_function(gemm, tuple(ops))
+                new.meta.update(node.meta)
+                if node.target is aten.addmm.default:
+                    out = graph.call_function(aten.add.Tensor, (new, node.args[0]))
+                    out.meta.update(node.meta)
+                else:
+                    out = new
+            node.replace_all_uses_with(out)
+            graph.erase_node(node)
+        graph.lint()
+
+    def uuid(self) -> Any:
+        return ("mtia_sim.GemmToChip", 3, tuple(sorted(options.activate_current().items())))
+
+
+def _sdpa_to_chip(graph: torch.fx.Graph) -> None:
+    """_scaled_dot_product_flash_attention_for_cpu -> mtia_sim.sdpa where only its output is used
+    (not its logsumexp), without dropout, on shapes the kernel takes."""
+    import operator
+
+    from backend.inductor_cpu.attention import supported
+    aten = torch.ops.aten
+    sdpa = getattr(torch.ops, NAMESPACE).sdpa.default
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten._scaled_dot_product_flash_attention_for_cpu.default:
+            continue
+        q, k, v = node.args[:3]
+        dropout = node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0)
+        causal = node.args[4] if len(node.args) > 4 else node.kwargs.get("is_causal", False)
+        mask, scale = node.kwargs.get("attn_mask"), node.kwargs.get("scale")
+        users = list(node.users)
+        if dropout or not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
+            continue
+        vq, vk, vv = _val(q), _val(k), _val(v)
+        if not all(isinstance(t, torch.Tensor) for t in (vq, vk, vv)) or not supported(vq, vk, vv):
+            continue
+        if vq.device.type != "cpu":
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(sdpa, (q, k, v, mask, scale, bool(causal)))
+            new.meta["val"] = _val(users[0]) if users else None
+        for u in users:
+            u.replace_all_uses_with(new)
+            graph.erase_node(u)
+        graph.erase_node(node)
+
+
+def install() -> None:
+    import torch._inductor.config as ic
+    if not isinstance(ic.post_grad_custom_post_pass, GemmToChip):
+        ic.post_grad_custom_post_pass = GemmToChip()
+
+
+def _embedding_bag_to_chip(graph: torch.fx.Graph) -> None:
+    """_embedding_bag(_forward_only) in sum or mean mode with include_last_offset, no per-sample
+    weights, no padding index, where only its pooled output is used -> mtia_sim.embedding_bag."""
+    import operator
+    aten = torch.ops.aten
+    targets = (aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
+    names = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
+             "include_last_offset", "padding_idx")
+    defaults = dict(scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                    include_last_offset=False, padding_idx=-1)
+    op = getattr(torch.ops, NAMESPACE).embedding_bag.default
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in targets:
+            continue
+        a = dict(defaults, **dict(zip(names, node.args)), **node.kwargs)
+        users = list(node.users)
+        if (a["mode"] not in (0, 1) or a["per_sample_weights"] is not None or not a["include_last_offset"]
+                or a["padding_idx"] not in (-1, None)
+                or not all(u.target is operator.getitem and u.args[1] == 0 for u in users)):
+            continue
+        w = _val(a["weight"])
+        if not isinstance(w, torch.Tensor) or w.device.type != "cpu" or w.dim() != 2 or not w.is_contiguous():
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(op, (a["weight"], a["indices"], a["offsets"], a["mode"] == 1))
+            new.meta["val"] = _val(users[0]) if users else None
+        for u in users:
+            u.replace_all_uses_with(new)
+            graph.erase_node(u)
+        graph.erase_node(node)
+
+
+def uninstall() -> None:
+    import torch._inductor.config as ic
+    if isinstance(ic.post_grad_custom_post_pass, GemmToChip):
+        ic.post_grad_custom_post_pass = None

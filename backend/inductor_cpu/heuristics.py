@@ -1,0 +1,102 @@
+"""Chip-aware reduction choices for Inductor's cpu -> MTIA path, through Inductor's own
+extension point (`torch._inductor.config.inductor_choices_class`, an InductorChoices subclass).
+
+Inductor sizes reductions for the host it believes it targets: its device properties for
+`cpu` report the host's cores (two here) as the multiprocessor count, and its persistent
+reduction threshold (rows of up to 1024 elements) is a GPU register budget. On the chip:
+
+- `persistent_reductions`: a program holds a whole row in its PE's local memory (384 KB on
+  mtia2i), so a row of up to local memory / (4 bytes x LIVE_TILES) elements is reduced
+  persistently: one read of the input instead of one per reduction loop (softmax reads its row
+  three times when looped).
+- `split_reductions`: an inner reduction with fewer outputs than PEs is split in two phases so the
+  first phase spreads over the 64 PEs, instead of leaving the work to one or a few programs
+  (a full sum is otherwise a grid of one).
+
+Each is a switch of backend/inductor_cpu/options.py; off, Inductor's own choice is made.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._inductor.choices import InductorChoices
+
+from backend.inductor_cpu import options
+
+# f32 tiles of one row alive at once in a persistent reduction's program (input, its upcast,
+# exponent, output, and num_stages copies of the input): a row must fit that many times
+LIVE_TILES = 8
+# a split's chunk must amortise a program's start and its partial-result store
+MIN_SPLIT_CHUNK = 2048
+
+
+def _chip() -> dict:
+    from backend.configs import load_chip
+    from backend.driver import DEVICE
+    return load_chip(DEVICE.chip)
+
+
+def num_pes() -> int:
+    g = _chip()["pe_grid"]
+    return int(g["rows"]) * int(g["cols"])
+
+
+def persistent_row_limit() -> int:
+    """Largest power-of-two row a persistent reduction keeps in local memory."""
+    n = int(_chip()["local_memory"]["bytes"]) // (4 * LIVE_TILES)
+    return 1 << (n.bit_length() - 1)
+
+
+def _on_chip_graph() -> bool:
+    """The graph being compiled targets CPU tensors, i.e. this backend (cpu_backend="triton")."""
+    from torch._inductor.virtualized import V
+    try:
+        dev = V.graph.get_current_device_or_throw()
+    except Exception:
+        return True
+    return dev.type == "cpu"
+
+
+class MTIAChoices(InductorChoices):
+    @staticmethod
+    def should_use_persistent_reduction(features: Any, cooperative_reduction: bool) -> bool:
+        from torch._inductor import config
+        from torch._inductor.runtime.hints import ReductionHint
+        from torch._inductor.virtualized import V
+        if (options.enabled("persistent_reductions") and config.triton.persistent_reductions
+                and not cooperative_reduction and _on_chip_graph()
+                and features.get_reduction_hint() == ReductionHint.INNER):
+            return V.graph.sizevars.statically_known_leq(features.reduction_numel, persistent_row_limit())
+        return InductorChoices.should_use_persistent_reduction(features, cooperative_reduction)
+
+    @staticmethod
+    def reduction_split_factor(device: torch.device, reduction_numel_hint: int, numel_hint: int,
+                               inner_reduction: bool) -> int:
+        # outer reductions keep Inductor's split: it already spreads 128-output column blocks
+        if not (options.enabled("split_reductions") and device.type == "cpu" and inner_reduction):
+            return InductorChoices.reduction_split_factor(device, reduction_numel_hint, numel_hint, inner_reduction)
+        pes = num_pes()
+        programs = max(1, numel_hint)  # an inner reduction runs one output row per program
+        if programs >= pes:
+            return 1
+        split = -(-pes // programs)
+        return max(1, min(split, reduction_numel_hint // MIN_SPLIT_CHUNK))
+
+
+def install() -> None:
+    """Make MTIAChoices Inductor's choices handler (config for new threads, and this one's)."""
+    import torch._inductor.config as ic
+    from torch._inductor.virtualized import V
+    ic.inductor_choices_class = MTIAChoices
+    if not isinstance(V.choices, MTIAChoices):
+        V.set_choices_handler(MTIAChoices())
+
+
+def uninstall() -> None:
+    import torch._inductor.config as ic
+    from torch._inductor.virtualized import V
+    if ic.inductor_choices_class is MTIAChoices:
+        ic.inductor_choices_class = None
+    if isinstance(V.choices, MTIAChoices):
+        V.set_choices_handler(InductorChoices())

@@ -1,0 +1,64 @@
+"""Switches of the chip-aware Inductor path (cpu_backend="triton" onto the simulated MTIA).
+
+Each enhancement can be turned off alone, to measure what it buys:
+
+    MTIA_INDUCTOR="split_reductions=0,extern_gemm=0"   # environment, read by activate()
+    compile_for_mtia(model, x, split_reductions=False)  # per compile (study/compile_mtia.py)
+
+- `persistent_reductions`: rows that fit a PE's local memory are reduced persistently (one
+  read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
+- `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
+  spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
+- `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
+  program on the simulated chip (extern.py), so their time is simulated.
+- `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
+  additive mask (attention.py).
+- `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
+  embedding-bag kernel of kernels/recommendation.py.
+
+A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
+(study/inductor.py) so a change is never served a graph compiled under another setting.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "extern_gemm": True, "extern_sdpa": True,
+                             "extern_embedding_bag": True}
+_ACTIVE: dict[str, bool] = {}
+
+
+def _parse(text: str) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        k, _, v = item.partition("=")
+        if k not in DEFAULTS:
+            raise ValueError(f"MTIA_INDUCTOR: unknown switch {k!r}; known: {', '.join(DEFAULTS)}")
+        out[k] = v.strip().lower() not in ("0", "false", "off", "no")
+    return out
+
+
+def activate(**overrides: Any) -> dict[str, bool]:
+    """The switches in effect: defaults, then MTIA_INDUCTOR, then `overrides`."""
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown option(s) {sorted(unknown)}; known: {', '.join(DEFAULTS)}")
+    _ACTIVE.clear()
+    _ACTIVE.update(DEFAULTS)
+    _ACTIVE.update(_parse(os.environ.get("MTIA_INDUCTOR", "")))
+    _ACTIVE.update({k: bool(v) for k, v in overrides.items()})
+    return dict(_ACTIVE)
+
+
+def activate_current() -> dict[str, bool]:
+    """The switches in effect (activating the defaults and MTIA_INDUCTOR if none were)."""
+    if not _ACTIVE:
+        activate()
+    return dict(_ACTIVE)
+
+
+def enabled(name: str) -> bool:
+    if not _ACTIVE:
+        activate()
+    return _ACTIVE[name]

@@ -1,0 +1,160 @@
+"""The `inductor` implementation of every workload: its torch reference through torch.compile.
+
+One generic mechanism instead of one impl per workload: `register_inductor(workloads)` gives
+each workload that has a torch reference an `inductor` impl that runs that reference compiled by
+Inductor with `torch._inductor.config.cpu_backend = "triton"` (Triton kernels for CPU tensors,
+compiled and simulated by this backend through the `cpu` entry point).
+
+- Compiled once per (workload, input shapes and dtypes): the first call compiles and runs the
+  graph once with the launch recorders detached, so Inductor's compile-time benchmarking of its
+  configs is not part of the measurement; the measured call is the second run.
+- Chip time is only what ran as simulated kernels. Inductor leaves some ops to aten (GEMMs as
+  extern kernels, sparse ops as fallbacks, anything after a graph break): those run on the host
+  and have no simulated time. A call in which any such op did work raises `HostFallback`, so
+  the row is an error ("not on chip: mm x1, ...") instead of a time that leaves work out.
+  Ops that `backend.inductor_cpu.extern` routes to simulated kernels (GEMMs, attention) do count as
+  chip work; switches: backend/inductor_cpu/options.py.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+from typing import Any, Callable, Iterator
+
+import torch
+
+from study.registry import Workload
+
+# Dynamo recompiles per input signature; a worker measures a few dtypes of one shape at a time
+_CACHE_SIZE_LIMIT = 256
+
+
+class HostFallback(RuntimeError):
+    """Ops of a compiled workload ran on the host (aten), outside the simulated chip."""
+
+
+def configure() -> None:
+    """Inductor settings for the cpu -> MTIA path; idempotent, cheap, call before compiling."""
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # compile in-process: fork-safe workers
+    import torch._dynamo
+    import torch._inductor.config as ic
+    ic.cpu_backend = "triton"
+    ic.compile_threads = 1
+    # the switches of backend/inductor_cpu/options.py change code generation outside Inductor's
+    # cache key: a cached graph could come from another setting
+    ic.fx_graph_cache = False
+    ic.autotune_local_cache = False
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
+    from backend.inductor_cpu import extern, heuristics
+    heuristics.install()
+    extern.install()
+
+
+def unconfigure() -> None:
+    """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
+    a process that goes on to compile without them (T3's stock measurement, tests)."""
+    from backend.inductor_cpu import extern, heuristics
+    heuristics.uninstall()
+    extern.uninstall()
+
+
+@contextlib.contextmanager
+def launches_unrecorded() -> Iterator[None]:
+    """Launches inside the block reach no record_launches() recorder (compile and autotuning
+    runs, which the measurement must not include)."""
+    from backend.driver import DEVICE
+    saved = list(DEVICE.listeners)
+    DEVICE.listeners.clear()
+    try:
+        yield
+    finally:
+        DEVICE.listeners[:] = saved
+
+
+@contextlib.contextmanager
+def timing_only() -> Iterator[None]:
+    """Simulate without tile arithmetic (MTIA_SIM_MODE=timing) inside the block: the compile
+    run's outputs are discarded and Inductor's benchmarking of configs needs only cycles, which
+    are the same in both modes for kernels whose addresses do not depend on data."""
+    from backend.driver import DEVICE
+    saved = DEVICE.mode
+    DEVICE.mode = "timing"
+    try:
+        yield
+    finally:
+        DEVICE.mode = saved
+
+
+def warm_up(call: Callable, args: tuple, kwargs: dict) -> Any:
+    """The compiling call, on copies of the inputs, unrecorded and in timing mode; simulated in
+    full if timing mode fails (an index computed by a skipped instruction can leave its tensor)."""
+    def copies() -> tuple[tuple, dict]:
+        cl = lambda v: v.clone() if isinstance(v, torch.Tensor) else v  # noqa: E731
+        return tuple(cl(a) for a in args), {k: cl(v) for k, v in kwargs.items()}
+    try:
+        a, k = copies()
+        with torch.no_grad(), launches_unrecorded(), timing_only():
+            return call(*a, **k)
+    except Exception:
+        a, k = copies()
+        with torch.no_grad(), launches_unrecorded():
+            return call(*a, **k)
+
+
+def _signature(args: dict) -> tuple:
+    def sig(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return ("T", tuple(v.shape), tuple(v.stride()), str(v.dtype))
+        if isinstance(v, (list, tuple)):
+            return tuple(sig(x) for x in v)
+        return ("V", repr(v))
+    return tuple((k, sig(v)) for k, v in sorted(args.items()))
+
+
+_COMPILED: dict[tuple, Callable] = {}
+
+
+def compiled(name: str, fn: Callable, kwargs: dict) -> Callable:
+    """`fn` compiled by Inductor for these inputs; compiled and warmed on first use."""
+    key = (name, _signature(kwargs))
+    if key not in _COMPILED:
+        configure()
+        c = torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)
+        warm_up(lambda *a, **k: c(*a, **k), (), kwargs)
+        _COMPILED[key] = c
+    return _COMPILED[key]
+
+
+def host_work(ops: list[Any]) -> str:
+    """'op x count' of the host ops that did work ('' when everything ran on the chip)."""
+    c = collections.Counter(h.name for h in ops)
+    return ", ".join(f"{n} x{k}" for n, k in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def run_on_chip(name: str, fn: Callable, kwargs: dict) -> Any:
+    """Run the compiled `fn`; raise HostFallback when any op did work on the host."""
+    from study.model_coverage import record_host_ops
+    c = compiled(name, fn, kwargs)
+    with torch.no_grad(), record_host_ops() as host:
+        out = c(**kwargs)
+    if host:
+        raise HostFallback(f"not on chip: Inductor left {host_work(host)} to aten on the host (no simulated time)")
+    return out
+
+
+def inductor_impl(w: Workload) -> Callable:
+    ref = w.impls["torch"]
+
+    def impl(**kwargs: Any) -> Any:
+        return run_on_chip(w.name, ref, kwargs)
+    impl.__name__ = f"inductor_{w.name}"
+    return impl
+
+
+def register_inductor(workloads: dict[str, Workload]) -> None:
+    """Give every workload with a torch reference an `inductor` implementation (unless it
+    declares its own)."""
+    for w in workloads.values():
+        if "torch" in w.impls and "inductor" not in w.impls:
+            w.impls["inductor"] = inductor_impl(w)

@@ -1,0 +1,102 @@
+"""The `inductor` implementation, compile_for_mtia and the chip-aware Inductor switches."""
+from __future__ import annotations
+
+import pytest
+import torch
+import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
+
+from backend.inductor_cpu import options
+from study.inductor import HostFallback, configure, run_on_chip, unconfigure
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    configure()
+    options.activate()
+    torch._dynamo.reset()
+    yield
+    options.activate()
+    unconfigure()  # later tests in this process (T3's) compile with Inductor's own choices
+    torch._dynamo.reset()
+
+
+def test_every_workload_with_a_reference_has_an_inductor_impl() -> None:
+    from study.registry import load_all
+    ws = load_all()
+    assert all("inductor" in w.impls for w in ws.values() if "torch" in w.impls)
+
+
+def test_inductor_row_is_simulated_and_checked_against_torch() -> None:
+    from study.measure import measure, reference
+    from study.registry import load_all
+    w = load_all()["softmax"]
+    shape = next(s for s in w.shapes if s.name == "s")
+    inputs, ref = reference(w, shape, "f32")
+    (row,) = measure(w, "inductor", shape, "f32", "mtia2i", inputs, ref, {})
+    assert row["correct"], row["notes"]
+    assert row["launches"] >= 1 and row["time_us"] > 0
+
+
+def test_host_fallback_is_an_error_not_a_time() -> None:
+    x = torch.randn(64, 32)
+    with pytest.raises(HostFallback, match="topk"):
+        run_on_chip("topk_test", lambda x: torch.topk(x, 4, dim=-1).values, {"x": x})
+
+
+def test_options_env_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTIA_INDUCTOR", "split_reductions=0")
+    got = options.activate(extern_gemm=False)
+    assert got["split_reductions"] is False and got["extern_gemm"] is False and got["persistent_reductions"]
+    with pytest.raises(ValueError):
+        options.activate(no_such_switch=True)
+
+
+def test_split_reductions_spread_a_full_sum_over_the_pes() -> None:
+    from study.compile_mtia import compile_for_mtia
+    x = torch.randn(1 << 18)
+    grids = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, rep = compile_for_mtia(lambda a: a.sum(), x, split_reductions=on)
+        torch.testing.assert_close(c(x), x.sum(), rtol=1e-4, atol=1e-3)
+        grids[on] = max(k.grid[0] for k in rep.kernels)
+    assert grids[True] >= 64 > grids[False]
+
+
+def test_compile_for_mtia_reports_kernels_and_host_ops_apart() -> None:
+    from study import compile_for_mtia, models
+    case = models.build("decoder", "test")
+    compiled, rep = compile_for_mtia(case.module, *case.inputs)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*case.inputs), case.module(*case.inputs), rtol=1e-2, atol=1e-2)
+    assert rep.kernels and all(k.time_us > 0 and k.engine_busy for k in rep.kernels)
+    assert any(k.aten_ops and k.aten_ops[0].startswith("aten.") for k in rep.kernels)
+    # GEMMs run as the expert program (DPE busy), attention as the masked flash kernel: all on chip
+    assert any(k.name.startswith("expert_gemm") and k.engine_busy.get("DPE", 0) > 0 for k in rep.kernels)
+    assert any(k.name == "flash_attn_mask_kernel" and k.aten_ops for k in rep.kernels)
+    assert rep.all_on_chip
+    assert rep.chip_time_us == pytest.approx(sum(k.time_us for k in rep.kernels))
+    torch._dynamo.reset()
+    _, off = compile_for_mtia(case.module, *case.inputs, extern_sdpa=False)
+    assert [h.name for h in off.host_ops] == ["_scaled_dot_product_flash_attention_for_cpu"]
+    assert "host fallbacks" in off.report()
+
+
+def test_extern_gemm_off_leaves_mm_on_the_host() -> None:
+    from study.compile_mtia import compile_for_mtia
+    a, b = torch.randn(32, 64).bfloat16(), torch.randn(64, 48).bfloat16()
+    _, on = compile_for_mtia(lambda a, b: (a @ b).relu(), a, b)
+    torch._dynamo.reset()
+    _, off = compile_for_mtia(lambda a, b: (a @ b).relu(), a, b, extern_gemm=False)
+    assert on.all_on_chip and any(k.name.startswith("expert_gemm") for k in on.kernels)
+    assert [h.name for h in off.host_ops] == ["mm"]
+
+
+def test_dlrm_runs_every_op_on_the_chip() -> None:
+    from study import compile_for_mtia, models
+    case = models.build("dlrm", "test")
+    compiled, rep = compile_for_mtia(case.module, *case.inputs)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*case.inputs), case.module(*case.inputs), rtol=1e-2, atol=1e-2)
+    assert rep.all_on_chip, rep.report()
+    assert any(k.name == "embedding_bag_kernel" for k in rep.kernels)
