@@ -51,11 +51,12 @@ sys.path.insert(0, os.getcwd())  # this tree's packages first, as in a kernel st
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, save_figure, style, write_table
+from study.plots import IMPL_LABELS, PALETTE, geomean, load, need, results_dir, save_figure, style, write_table
 style()
 
 # %%
-df = need(load(["full"]), "the full suite")
+# Inductor's rows come from its own suite (`python -m study run --suite inductor`) when present
+df = need(load(["full"] + (["inductor"] if (results_dir() / "raw" / "inductor.csv").exists() else [])), "the full suite")
 if "regime" not in df.columns:
     df["regime"] = "cold"
 df["regime"] = df["regime"].fillna("cold")
@@ -63,16 +64,16 @@ df = df[(df.options == "default") & (df.config == "") & df.time_us.notna()]
 key = ["workload", "shape", "dtype", "chip", "regime"]
 exp = df[df.impl == "expert"].set_index(key).time_us
 rows = []
-for impl in ["triton", "triton_ext"]:
+for impl in ["triton", "triton_ext", "inductor"]:
     d = df[(df.impl == impl) & df.correct].set_index(key)
     common = d.index.intersection(exp.index)
     s = (exp.loc[common] / d.loc[common].time_us).rename("speedup").reset_index()
     s["impl"] = impl
     rows.append(s)
-sp = need(pd.concat(rows), "triton/triton_ext rows with a matching expert row")
+sp = need(pd.concat(rows), "triton/triton_ext/inductor rows with a matching expert row")
 REGIME_ORDER = ["cold", "resident", "writeback"]
 regimes = [r for r in REGIME_ORDER if r in set(sp.regime)] + sorted(set(sp.regime) - set(REGIME_ORDER))
-impls = [i for i in ["triton", "triton_ext"] if i in set(sp.impl)]
+impls = [i for i in ["triton", "triton_ext", "inductor"] if i in set(sp.impl)]
 per_wl = (sp.groupby(["regime", "impl", "workload"]).speedup
           .agg(points="count", geomean=geomean, worst="min", best="max").reset_index())
 first = per_wl[(per_wl.regime == regimes[0]) & (per_wl.impl == "triton")].sort_values("geomean")
@@ -83,13 +84,14 @@ fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes) + 2.2, 0.2
                          sharey=True, squeeze=False)
 lo, hi = min(sp.speedup.min(), 0.8) / 1.15, max(sp.speedup.max(), 1.0) * 1.15
 ticks = [t for t in (0.1, 0.2, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0) if lo <= t <= hi]
-off = {impl: (j - (len(impls) - 1) / 2) * 0.36 for j, impl in enumerate(impls)}
+step = 0.8 / len(impls)  # the impls of a workload side by side within its row
+off = {impl: (j - (len(impls) - 1) / 2) * step for j, impl in enumerate(impls)}
 for ax, regime in zip(axes[0], regimes):
     for impl in impls:
         d = sp[(sp.regime == regime) & (sp.impl == impl)]
         g = per_wl[(per_wl.regime == regime) & (per_wl.impl == impl)]
         yy = np.array([y[w] for w in g.workload]) + off[impl]
-        ax.barh(yy, g.geomean - 1.0, left=1.0, height=0.34, color=PALETTE[impl], alpha=0.35, lw=0)
+        ax.barh(yy, g.geomean - 1.0, left=1.0, height=step * 0.95, color=PALETTE[impl], alpha=0.35, lw=0)
         ax.scatter(d.speedup, np.array([y[w] for w in d.workload]) + off[impl], s=11, color=PALETTE[impl],
                    edgecolor="white", lw=0.3, zorder=3, label=f"{IMPL_LABELS[impl]} (one dot per shape and dtype)")
         gm = geomean(d.speedup)
