@@ -5,7 +5,7 @@ JOBS    ?= $(shell nproc)
 
 RAY_STAMP := .venv/.installed-ray
 
-.PHONY: test lint reproduce bench-compile bench-sim microbench gate clean-cache
+.PHONY: test lint reproduce bench-compile bench-sim microbench gate gate-full clean-cache
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -38,6 +38,10 @@ microbench: $(STAMP)
 
 gate: $(STAMP)
 	$(PY) -m study gate --workers $(JOBS)
+
+# every study shape and dtype against results/expected_full.csv (reuses rows make reproduce measured)
+gate-full: $(STAMP)
+	$(PY) -m study gate --suite full --workers $(JOBS)
 
 clean-cache:
 	rm -rf $${TRITON_CACHE_DIR:-$$HOME/.triton/cache}

@@ -22,7 +22,10 @@ def test_config_loads_and_builds_model(name):
     assert cfg["local_memory"]["bytes"] > 0 and cfg["local_memory"]["bandwidth_gbps"] > 0
     m = ChipModel(cfg)
     assert m.n_pe == cfg["pe_grid"]["rows"] * cfg["pe_grid"]["cols"]
-    assert m.dpe_rate["i8"] >= m.dpe_rate["bf16"] > m.dpe_rate["f32"] > 0
+    assert m.dpe_rate["bf16"] > m.dpe_rate["f32"] > 0 and m.dpe_rate["i8"] > 0
+    if name != "h200":  # published MTIA figures: INT8 twice BF16. The h200 config holds measured
+        # Triton tile rates, where the INT8 tile reaches less than the BF16 one (gpu_microbench_h200.csv)
+        assert m.dpe_rate["i8"] >= m.dpe_rate["bf16"]
     assert m.off_bpc > 0 and m.sram_bpc > 0 and m.local_bpc > 0
 
 
