@@ -225,6 +225,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
         from backend.sim import microbench  # T1: the simulator's calibration against published peaks
         microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
+        sys.stdout.flush()
         t_h200 = time.perf_counter()
         if not simulate_h200(results, workers):
             status = 1
@@ -233,6 +234,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
         print("suite wall times: " + ", ".join(f"{n} {w:.0f}s ({r} rows)" for n, w, r in walls))
         _write_walls(raw_dir(results) / "reproduce_wall.csv", walls, workers, engine)
     print("notebooks:")
+    sys.stdout.flush()  # a process started from here must not inherit (and print again) unflushed output
     failures = run_notebooks(results)
     if failures:
         print(f"error: notebooks failed: {', '.join(failures)}", file=sys.stderr)
