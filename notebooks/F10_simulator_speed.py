@@ -55,7 +55,11 @@ if speed_path.exists():
     cyc = sp.groupby(["workload", "mode"]).cycles.nunique()
     if (cyc > 1).any():
         print("WARNING: cycles differ between revisions for", list(cyc[cyc > 1].index))
-    sp["bench"] = sp.workload + "\n" + sp["mode"]
+    def short(w: str) -> str:  # "triton_gemm_4096^3_bf16" -> "Triton\ngemm": the table below has the sizes
+        side = "Triton" if w.startswith("triton_") else "builder"
+        op = w.removeprefix("triton_").split("_")[0]
+        return f"{side}\n{op}"
+    sp["bench"] = [short(w) + "\n" + m for w, m in zip(sp.workload, sp["mode"])]
     benches = list(dict.fromkeys(sp.bench))
     x = np.arange(len(benches))
     width = 0.8 / len(codes)
