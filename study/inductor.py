@@ -46,9 +46,10 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import extern, heuristics
+    from backend.inductor_cpu import benchmark, extern, heuristics
     heuristics.install()
     extern.install()
+    benchmark.install()  # Inductor's autotuning compares simulated time, not the simulator's host time
 
 
 def unconfigure() -> None:

@@ -27,7 +27,12 @@ e2e_us = triton_time_us + fallback_est_us, nongemm_share_triton = non-GEMM Trito
 counts as GEMM, ops_share_triton = n_triton_kernels / (n_triton_kernels + n_fallback_ops).
 
     python -m study.model_coverage [--out results/raw/model_coverage.csv] [--models a,b]
-                                   [--sizes test,study] [--chips mtia2i]
+                                   [--sizes test,study] [--chips mtia2i] [--inductor plain,chip]
+
+Each model is measured twice by default: `plain` (Inductor's own choices: GEMMs, SDPA and
+sparse ops stay host fallbacks, priced at the roofline below) and `chip` (every chip-aware
+switch of backend/inductor_cpu on: GEMMs as the expert GEMM, SDPA as flash attention,
+embedding bags as the Triton kernel, all simulated; column `inductor`).
 """
 from __future__ import annotations
 
@@ -51,7 +56,10 @@ COLUMNS = ("run_id", "git_sha", "model", "size", "chip", "n_triton_kernels", "n_
            # added (docs/study.md allows adding columns, never overloading one)
            "dtype", "shape", "triton_gemm_us", "triton_nongemm_us", "fallback_gemm_est_us",
            "fallback_nongemm_est_us", "max_abs_err_vs_fp32", "eager_max_abs_err_vs_fp32", "triton_kernels",
-           "measured_at")
+           "measured_at",
+           # "plain": Inductor's own choices; "chip": the chip-aware switches of backend/inductor_cpu
+           # (GEMMs, SDPA and embedding bags as simulated kernels instead of host fallbacks)
+           "inductor")
 
 TOL = {"bfloat16": 1e-2, "float16": 1e-2, "float32": 1e-4}
 
@@ -209,6 +217,7 @@ class Coverage:
     chip: str
     dtype: str
     shape: str
+    inductor: str = "plain"
     n_triton_kernels: int = 0
     n_fallback_ops: int = 0
     fallback_ops: str = ""
@@ -242,8 +251,10 @@ def _count_list(names: list[str]) -> str:
 
 
 def configure() -> None:
+    from backend.inductor_cpu import benchmark
     from study import opinfo
     opinfo.configure()
+    benchmark.install()  # Inductor's autotuning compares simulated time, not the simulator's host time
 
 
 def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
@@ -342,12 +353,12 @@ def write_rows(covs: list[Coverage], out: Path) -> None:
 
 
 def markdown_table(covs: list[Coverage]) -> str:
-    head = ("| model | size | chip | Triton kernels | fallback ops | Triton us (sim) | fallback us (roofline est.) "
-            "| e2e us | non-GEMM via Triton | ops via Triton | correct | max err | fallback ops |")
-    lines = [head, "|" + "---|" * 13]
+    head = ("| model | size | chip | inductor | kernels (sim) | fallback ops | sim us | fallback us (roofline est.) "
+            "| e2e us | non-GEMM on chip | ops on chip | correct | max err | fallback ops |")
+    lines = [head, "|" + "---|" * 14]
     for c in covs:
         pct = lambda v: "" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-        lines.append(f"| {c.model} | {c.size} | {c.chip} | {c.n_triton_kernels} | {c.n_fallback_ops} | "
+        lines.append(f"| {c.model} | {c.size} | {c.chip} | {c.inductor} | {c.n_triton_kernels} | {c.n_fallback_ops} | "
                      f"{c.triton_time_us:.2f} | {c.fallback_est_us:.2f} | {c.e2e_us:.2f} | "
                      f"{pct(c.nongemm_share_triton)} | {pct(c.ops_share_triton)} | {c.correct} | "
                      f"{c.max_abs_err:.3g} | {c.fallback_ops.replace(';', ', ')} |")
@@ -361,18 +372,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(models.MODELS))
     ap.add_argument("--sizes", default=",".join(models.SIZES))
     ap.add_argument("--chips", default="mtia2i")
+    ap.add_argument("--inductor", default="plain,chip",
+                    help="plain: Inductor's own choices; chip: every chip-aware switch of backend/inductor_cpu on")
     a = ap.parse_args(argv)
+    from backend.inductor_cpu import options
+    from study.inductor import configure as configure_chip_aware
+    from study.inductor import unconfigure as stock_inductor
     configure()
     covs = []
-    for chip in a.chips.split(","):
-        for size in a.sizes.split(","):
-            for model in a.models.split(","):
-                t0 = time.perf_counter()
-                c = measure(model, size, chip)
-                print(f"# {model}/{size}/{chip}: {c.n_triton_kernels} Triton kernels, {c.n_fallback_ops} fallback "
-                      f"ops, correct={c.correct}, compile {c.compile_s:.1f} s, sim {c.sim_wall_s:.1f} s, "
-                      f"wall {time.perf_counter() - t0:.1f} s", flush=True)
-                covs.append(c)
+    for mode in a.inductor.split(","):
+        if mode not in ("plain", "chip"):
+            raise SystemExit(f"--inductor: unknown mode {mode!r}; known: plain, chip")
+    for chip, size, model, mode in ((c, s, m, i) for c in a.chips.split(",") for s in a.sizes.split(",")
+                                    for m in a.models.split(",") for i in a.inductor.split(",")):
+        # plain: Inductor's own choices exactly (nothing of backend/inductor_cpu installed)
+        configure_chip_aware() if mode == "chip" else stock_inductor()
+        options.activate(**{k: mode == "chip" for k in options.DEFAULTS})
+        t0 = time.perf_counter()
+        c = measure(model, size, chip)
+        c.inductor = mode
+        print(f"# {model}/{size}/{chip}/{mode}: {c.n_triton_kernels} Triton kernels, {c.n_fallback_ops} fallback "
+              f"ops, correct={c.correct}, compile {c.compile_s:.1f} s, sim {c.sim_wall_s:.1f} s, "
+              f"wall {time.perf_counter() - t0:.1f} s", flush=True)
+        covs.append(c)
     write_rows(covs, a.out)
     print(markdown_table(covs))
     print(f"\nwrote {a.out}")

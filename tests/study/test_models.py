@@ -56,3 +56,15 @@ def test_sizes_keep_the_structure():
     for name in models.MODELS:
         t, s = models.build(name, "test"), models.build(name, "study")
         assert [type(m).__name__ for m in t.module.modules()] == [type(m).__name__ for m in s.module.modules()]
+
+
+def test_cli_measures_plain_and_chip_aware_inductor(tmp_path):
+    import csv
+    out = tmp_path / "mc.csv"
+    assert model_coverage.main(["--models", "decoder", "--sizes", "test", "--out", str(out)]) == 0
+    rows = {r["inductor"]: r for r in csv.DictReader(out.open())}
+    assert set(rows) == {"plain", "chip"}
+    # plain Inductor leaves the GEMMs and SDPA on the host; chip-aware runs every op on the chip
+    assert int(rows["plain"]["n_fallback_ops"]) > 0 and float(rows["plain"]["fallback_est_us"]) > 0
+    assert int(rows["chip"]["n_fallback_ops"]) == 0 and float(rows["chip"]["fallback_est_us"]) == 0
+    assert rows["chip"]["correct"] == "True"

@@ -1,0 +1,38 @@
+"""Inductor's autotuning on the simulated chip: benchmarks read simulated time, not host time.
+
+Inductor benchmarks the candidate configs of a kernel on CPU tensors with
+`Benchmarker.benchmark_cpu`, which times the host wall clock over at least 120 ms of repeated
+calls. Through this backend a call is a simulation: its wall time is the simulator's speed,
+not the chip's, so the choice would follow the host (and vary between runs) and cost several
+simulations per config. `install()` registers, through Inductor's own extension point
+(`torch._inductor.runtime.benchmarking.register_benchmarker`), a CPU benchmarker that makes one
+call and returns the simulated time of the launches it made (the driver's device clock):
+deterministic, and what the chip would measure. A call that launches nothing on the chip (a
+C++ kernel of Inductor's own CPU backend) measures 0 and so ties.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def simulated_benchmark(_benchmarker: Any, fn: Callable[[], Any], warmup: int = 0, rep: int = 0,
+                        **_: Any) -> float:
+    """Milliseconds of simulated chip time of one call of `fn` (warmup and rep do not apply:
+    simulated time does not vary from call to call)."""
+    from backend.driver import DEVICE
+    t0 = DEVICE.clock_us
+    fn()
+    return (DEVICE.clock_us - t0) / 1e3
+
+
+def install() -> None:
+    """Inductor's CPU benchmarks read simulated time (idempotent)."""
+    from torch._inductor.runtime.benchmarking import register_benchmarker
+    register_benchmarker("cpu", simulated_benchmark, override=True)
+
+
+def uninstall() -> None:
+    """Inductor's own CPU benchmarking again."""
+    from torch._inductor.runtime import benchmarking
+    if benchmarking._BENCHMARK_DISPATCH.get("cpu") is simulated_benchmark:
+        del benchmarking._BENCHMARK_DISPATCH["cpu"]
