@@ -253,22 +253,21 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
         notes.append("above roofline: check declared flops/bytes or the timing model")
     row["notes"] = "; ".join(notes)
     rows = [row]
-    for v in variants:
+    # the same executed events priced on each variant chip (in this regime) and in each other
+    # regime (on this chip)
+    # (None: the regime this run was priced in)
+    repricings: list[tuple[str, str | None, str]] = [
+        (v, None, f"priced from the {chip} run's executed events") for v in variants]
+    repricings += [(chip, g, f"priced in the {g} regime from the {regime} run's executed events") for g in regimes]
+    for c, g, why in repricings:
         t0 = time.perf_counter()
-        vt = [reprice(r, v) for r in recs]
-        v_us = sum(t.time_us for t in vt)
-        rows.append(dict(row, chip=v, cycles=sum(t.cycles for t in vt) if recs else None,
-                         time_us=v_us if recs else None, sim_wall_s=time.perf_counter() - t0,
-                         notes="; ".join(notes + [f"priced from the {chip} run's executed events"]),
-                         **derived(flops, nbytes, dtype, v, v_us if recs else 0.0, out_bytes, regime)))
-    for g in regimes:
-        t0 = time.perf_counter()
-        gt = [reprice(r, chip, g) for r in recs]
-        g_us = sum(t.time_us for t in gt)
-        rows.append(dict(row, regime=g, cycles=sum(t.cycles for t in gt) if recs else None,
-                         time_us=g_us if recs else None, sim_wall_s=time.perf_counter() - t0,
-                         notes="; ".join(notes + [f"priced in the {g} regime from the {regime} run's executed events"]),
-                         **derived(flops, nbytes, dtype, chip, g_us if recs else 0.0, out_bytes, g)))
+        timings = [reprice(r, c, g) for r in recs]
+        t_us = sum(t.time_us for t in timings)
+        rows.append(dict(row, chip=c, **({} if g is None else {"regime": g}),
+                         cycles=sum(t.cycles for t in timings) if recs else None,
+                         time_us=t_us if recs else None, sim_wall_s=time.perf_counter() - t0,
+                         notes="; ".join(notes + [why]),
+                         **derived(flops, nbytes, dtype, c, t_us if recs else 0.0, out_bytes, g or regime)))
     for r in recs:  # the traces are large: free them with the job, not with the records
         r.program = r.traces = None
     for t in tuners:
