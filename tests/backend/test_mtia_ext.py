@@ -163,6 +163,22 @@ def test_persistent_launch_runs_one_program_per_pe_and_pays_overheads_once():
     assert recs[0].grid == (3, 1, 1)
 
 
+@triton.jit
+def _copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_persistent_store_of_a_prefetched_tile():
+    """A store of the loaded tile itself (a copy): the prefetch moves the load to the previous
+    iteration and the store's descriptor names the carried tile, not the moved load."""
+    x = torch.randn(1000)
+    out = torch.empty_like(x)
+    k = _copy[(8,)](x, out, 1000, BLOCK=128, persistent=True)
+    assert torch.equal(out, x)
+    assert "prefetch = 1" in k.asm["tile"]
+
+
 @pytest.mark.parametrize("value", ["yes", 2, None.__class__])
 def test_bad_hint_values_are_errors_naming_the_hint(value):
     x = torch.zeros(64)
