@@ -55,6 +55,10 @@ def _declare_gelu(name: str, approximate: str, flops_per_elem: int) -> None:
     def _(x):
         return K.gelu(x, approximate)
 
+    @w.impl("triton_ext", source=KX.gelu_ext_kernel)
+    def _(x):
+        return KX.gelu(x, approximate)
+
 
 _declare_gelu("gelu_tanh", "tanh", 8)
 _declare_gelu("gelu_erf", "none", 5)
@@ -81,6 +85,11 @@ def _(x):
     return K.silu_mul(x)
 
 
+@silu_mul.impl("triton_ext", source=KX.silu_mul_ext_kernel)
+def _(x):
+    return KX.silu_mul(x)
+
+
 bias_gelu = workload(
     "bias_gelu", family="elementwise", dtypes=DTYPES,
     shapes=[Shape("s", {"m": 32, "n": 256}, tags={"test"}),
@@ -104,3 +113,8 @@ def _(x, bias):
 @bias_gelu.impl("triton", source=K.bias_act_kernel)
 def _(x, bias):
     return K.bias_act(x, bias, "gelu_tanh")
+
+
+@bias_gelu.impl("triton_ext", source=KX.bias_gelu_ext_kernel)
+def _(x, bias):
+    return KX.bias_gelu(x, bias)
