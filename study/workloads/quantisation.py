@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from baselines import torch_ref
 from kernels import quantisation as K
+from kernels import quantisation_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
 
@@ -32,6 +33,11 @@ def _(x):
     return K.quantize_int8_rowwise(x)
 
 
+@quantize_int8.impl("triton_ext", source=KX.quantize_int8_rowwise_ext_kernel)
+def _(x):
+    return KX.quantize_int8_rowwise(x)
+
+
 dequantize_int8 = workload(
     "dequantize_int8_rowwise", family="quantisation", dtypes=["f32"], shapes=_ROWS,
     flops=lambda p, dt: p["m"] * p["n"],
@@ -50,6 +56,11 @@ dequantize_int8.impl("torch")(torch_ref.dequantize_int8_rowwise)
 @dequantize_int8.impl("triton", source=K.dequantize_int8_rowwise_kernel)
 def _(q, scale):
     return K.dequantize_int8_rowwise(q, scale)
+
+
+@dequantize_int8.impl("triton_ext", source=K.dequantize_int8_rowwise_kernel)
+def _(q, scale):
+    return KX.dequantize_int8_rowwise(q, scale)
 
 
 _FLAT = [Shape("s", {"n": 2048}, tags={"test"}),
@@ -77,6 +88,11 @@ def _(x):
     return K.mx4_quantize(x)
 
 
+@mx4_quantize.impl("triton_ext", source=KX.mx4_quantize_ext_kernel)
+def _(x):
+    return KX.mx4_quantize(x)
+
+
 mx4_dequantize = workload(
     "mx4_dequantize", family="quantisation", dtypes=["f32"], shapes=_FLAT,
     flops=lambda p, dt: 3 * p["n"],
@@ -95,3 +111,8 @@ mx4_dequantize.impl("torch")(torch_ref.mx4_dequantize)
 @mx4_dequantize.impl("triton", source=K.mx4_dequantize_kernel)
 def _(packed, exponents):
     return K.mx4_dequantize(packed, exponents)
+
+
+@mx4_dequantize.impl("triton_ext", source=KX.mx4_dequantize_ext_kernel)
+def _(packed, exponents):
+    return KX.mx4_dequantize(packed, exponents)
