@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from baselines import torch_ref
 from kernels import data_movement as K
+from kernels import data_movement_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randint, randn
 
@@ -31,6 +32,11 @@ def _(x):
     return K.transpose(x)
 
 
+@transpose.impl("triton_ext", source=K.transpose_kernel)
+def _(x):
+    return KX.transpose(x)
+
+
 index_select = workload(
     "index_select", family="data_movement", dtypes=DTYPES,
     shapes=[Shape("s", {"rows": 200, "dim": 64, "n_index": 64}, tags={"test"}),
@@ -52,6 +58,11 @@ index_select.impl("torch")(torch_ref.index_select)
 @index_select.impl("triton", source=K.index_select_kernel)
 def _(x, index):
     return K.index_select(x, index)
+
+
+@index_select.impl("triton_ext", source=KX.index_select_ext_kernel)
+def _(x, index):
+    return KX.index_select(x, index)
 
 
 concat = workload(
@@ -78,3 +89,8 @@ def _(tensors):
 @concat.impl("triton", source=K.copy_2d_kernel)
 def _(tensors):
     return K.concat(tensors, dim=1)
+
+
+@concat.impl("triton_ext", source=KX.concat3_ext_kernel)
+def _(tensors):
+    return KX.concat(tensors, dim=1)

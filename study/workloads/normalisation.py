@@ -82,3 +82,8 @@ rmsnorm.impl("torch")(torch_ref.rmsnorm)
 @rmsnorm.impl("triton", source=K.rmsnorm_fwd_kernel)
 def _(x, weight):
     return K.rmsnorm(x, weight)
+
+
+@rmsnorm.impl("triton_ext", source=KX.rmsnorm_ext_kernel)
+def _(x, weight):
+    return KX.rmsnorm(x, weight)

@@ -158,3 +158,8 @@ dot_interaction.impl("torch")(torch_ref.dot_interaction)
 @dot_interaction.impl("triton", source=K.dot_interaction_kernel)
 def _(x):
     return K.dot_interaction(x)
+
+
+@dot_interaction.impl("triton_ext", source=KX.dot_interaction_ext_kernel)
+def _(x):
+    return KX.dot_interaction(x)
