@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from backend.sim.isa import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
+from backend.program import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
 from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
 
 RULES: dict[str, Callable[["Emitter", Op], None]] = {}
@@ -749,28 +749,3 @@ def _drop_dead_constants(body: Block) -> None:
     collect(body)
     prune(body)
 
-
-def print_program(p: Program) -> str:
-    out = [f"mtia.program @{p.name}  // local memory {p.local_mem_bytes} B of one PE"]
-    for prm in p.params:
-        out.append(f"  param {prm['reg']}: {prm['kind']} {prm.get('dtype', '')}")
-    for r, b in sorted(p.buffers.items(), key=lambda kv: kv[1].offset):
-        cp = f" x{b.copies}" if b.copies > 1 else ""
-        out.append(f"  buffer {r}: {b.dtype}{list(b.shape)} @local+{b.offset} ({b.nbytes} B{cp})")
-    _print_block(p.body, 1, out)
-    return "\n".join(out) + "\n"
-
-
-def _print_block(b: Block, depth: int, out: list[str]) -> None:
-    pad = "  " * depth
-    for ins in b.instrs:
-        dst = ", ".join(ins.dst)
-        lhs = f"{dst} = " if dst else ""
-        args = ", ".join(f"{k}={v}" for k, v in ins.args.items() if v is not None and v != [])
-        attrs = ", ".join(f"{k}={v}" for k, v in ins.attrs.items())
-        out.append(f"{pad}{lhs}[{ins.engine}] {ins.op} {args}" + (f" {{{attrs}}}" if attrs else ""))
-        for i, body in enumerate(ins.bodies):
-            out.append(f"{pad}  ^body{i}({', '.join(body.params)}):")
-            _print_block(body, depth + 2, out)
-            if body.results:
-                out.append(f"{pad}    yield {', '.join(map(str, body.results))}")

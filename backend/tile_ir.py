@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
 
 _MLIR_DTYPE = {
     "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "f16", "bf16": "bf16",

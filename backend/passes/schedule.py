@@ -14,7 +14,7 @@ moves as one unit. Ties keep source order, so a region without slack is left as 
 """
 from __future__ import annotations
 
-from backend.sim.isa import SFU_FUNCTIONS
+from backend.program import SFU_FUNCTIONS
 from backend.lowering import _BINARY, _UNARY
 from backend.passes.dce import EFFECTS as _EFFECTS, TERMINATORS as _TERMINATORS
 from backend.tile_ir import Function, Op, Region, reads, walk

@@ -33,7 +33,7 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
+from backend.program import Program
 from backend.sim.microbench import gemm_grid, gemm_program, n_pes
 from backend.sim.timing import price_launch
 

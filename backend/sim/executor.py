@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
-                             registers_in)
+from backend.program import TORCH_DTYPE, Block, Instr, Program, registers_in
 from backend.sim.fastpath import specialise, without_gc
-from backend.sim.memory import GlobalMemory
+from backend.sim.isa import SEMANTICS, ExecState, SimulationError
+from backend.sim.memory import GlobalMemory, placeholder
 
 Event = tuple  # (instr, cost dict or None): one executed instruction
 
@@ -36,22 +36,6 @@ class ProgramTrace:
 # ----------------------------------------------------------------------------- timing-only mode
 # Replacements for the heavy tile instructions: same cost inputs, no tile arithmetic. A
 # destination keeps its previous tensor when the shape and dtype match (no allocation).
-
-def _placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch.Tensor:
-    cur = st.r.get(reg)
-    tdt = TORCH_DTYPE[dtype]
-    if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
-        return cur
-    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
-    # register's tensor in place, and in this mode tile contents are meaningless anyway
-    zeros = st.memory.placeholders
-    key = (tdt, tuple(shape))
-    t = zeros.get(key)
-    if t is None:
-        t = zeros[key] = torch.zeros(shape, dtype=tdt)
-    st.r[reg] = t
-    return t
-
 
 def _shape_of(x: Any) -> list[int]:
     return list(x.shape) if isinstance(x, torch.Tensor) else []
@@ -71,7 +55,7 @@ def _broadcast(shapes: list[list[int]]) -> list[int]:
 def _t_matmul(st: ExecState, ins: Instr) -> dict:
     a, b = st.v(ins.args["a"]), st.v(ins.args["b"])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    _placeholder(st, ins.dst[0], list(a.shape[:-1]) + [n], ins.attrs["out_dtype"])
+    placeholder(st, ins.dst[0], list(a.shape[:-1]) + [n], ins.attrs["out_dtype"])
     batch = a.numel() // (m * k)
     return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": ins.attrs["in_dtype"],
             "flops": 2 * batch * m * n * k}
@@ -83,7 +67,7 @@ def _t_elementwise(st: ExecState, ins: Instr) -> dict:
     out_dtype = ins.attrs.get("out_dtype") or ins.attrs.get("to") or ins.attrs.get("dtype")
     if ins.op == "simd.cmp":
         out_dtype = "i1"
-    out = _placeholder(st, ins.dst[0], shape, out_dtype)
+    out = placeholder(st, ins.dst[0], shape, out_dtype)
     cost = {"elements": out.numel(), "dtype": ins.attrs.get("to") or ins.attrs["dtype"]}
     if ins.op == "simd.fma":
         cost["flops_per_element"] = 2
@@ -91,7 +75,7 @@ def _t_elementwise(st: ExecState, ins: Instr) -> dict:
 
 
 def _t_splat(st: ExecState, ins: Instr) -> dict:
-    out = _placeholder(st, ins.dst[0], ins.attrs["shape"], ins.attrs["dtype"])
+    out = placeholder(st, ins.dst[0], ins.attrs["shape"], ins.attrs["dtype"])
     return {"elements": out.numel(), "dtype": ins.attrs["dtype"]}
 
 
@@ -102,7 +86,7 @@ def _t_reduce(st: ExecState, ins: Instr) -> dict:
     axis = ins.attrs["axis"] % src.dim()
     shape = [d for i, d in enumerate(src.shape) if i != axis]
     if shape:
-        out = _placeholder(st, ins.dst[0], shape, _dtype_name(src.dtype))
+        out = placeholder(st, ins.dst[0], shape, _dtype_name(src.dtype))
         n_out = out.numel()
     else:
         st.r[ins.dst[0]] = 0
@@ -133,7 +117,7 @@ def _t_dma_load(st: ExecState, ins: Instr) -> dict:
         sub.append(hi - lo)
         start += lo * s
         n *= hi - lo
-    _placeholder(st, ins.dst[0], shape, dtype)
+    placeholder(st, ins.dst[0], shape, dtype)
     return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
 
 
@@ -279,7 +263,7 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
     for z in range(gz):
         for y in range(gy):
             for x in range(gx):
-                st = ExecState(memory, (x, y, z), grid, program.name)
+                st = ExecState(memory, (x, y, z), grid, program.name, run_block)
                 st.r.update(base)
                 st.events = [] if record else None
                 run_block(st, program.body, [])

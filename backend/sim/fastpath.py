@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (_FP8, BINARY, CMP, INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
-                             _div_trunc_int, _reduce_builtin, widen_fp8)
+from backend.program import INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, Instr
+from backend.sim.isa import _FP8, BINARY, CMP, UNARY, ExecState, _div_trunc_int, _reduce_builtin, widen_fp8
 from backend.sim.memory import GlobalMemory, _descriptor_plan, _non_overlapping
 
 Runner = Callable[[ExecState, Instr], Any]
@@ -245,7 +245,7 @@ def _reduce(ins: Instr, generic: Runner) -> Runner | None:
 def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
     """Timing mode's elementwise stand-in (executor._t_elementwise) when every tile operand has
     the same shape (broadcasting operands take the generic one)."""
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
     attrs = ins.attrs
     regs = tuple(v for v in ins.args.values() if isinstance(v, str))
     out_dtype = "i1" if ins.op == "simd.cmp" else (attrs.get("out_dtype") or attrs.get("to") or attrs.get("dtype"))
@@ -276,7 +276,7 @@ def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
 
 def _t_matmul(ins: Instr, generic: Runner) -> Runner | None:
     """Timing mode's dpe.matmul stand-in (executor._t_matmul) on two tile registers."""
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
     ra, rb = ins.args["a"], ins.args["b"]
     if not isinstance(ra, str) or not isinstance(rb, str):
         return None
@@ -357,7 +357,7 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
     # box's extents and the strides: computed once per distinct pair, the address part per call
     sizes: dict[tuple, tuple] = {}
     held: list = [object()]  # the placeholder tile a timing-mode load left in its register (none yet)
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
 
     def cost(reg: Any, n: int, strides: list[int], start: int, sub: list[int]) -> dict:
         key = (*sub, *strides)

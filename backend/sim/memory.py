@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from backend.sim.isa import ITEMSIZE, TORCH_DTYPE, ExecState, Instr, SimulationError
+from backend.program import ITEMSIZE, TORCH_DTYPE, Instr
+from backend.sim.isa import ExecState, SimulationError
 
 
 @dataclass
@@ -45,6 +46,24 @@ def _filled(shape, other, dtype: str) -> torch.Tensor:
     return torch.full(shape, other if other is not None else 0, dtype=tdt)
 
 
+def placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch.Tensor:
+    """Timing-only mode's stand-in for a tile result: register `reg` gets a zero tile of `shape`
+    and `dtype` (its current tensor when that matches: no allocation)."""
+    cur = st.r.get(reg)
+    tdt = TORCH_DTYPE[dtype]
+    if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
+        return cur
+    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
+    # register's tensor in place, and in this mode tile contents are meaningless anyway
+    zeros = st.memory.placeholders
+    key = (tdt, tuple(shape))
+    t = zeros.get(key)
+    if t is None:
+        t = zeros[key] = torch.zeros(shape, dtype=tdt)
+    st.r[reg] = t
+    return t
+
+
 class GlobalMemory:
     """The tensors of one launch, plus cost bookkeeping per region (bytes read and written)."""
 
@@ -61,7 +80,7 @@ class GlobalMemory:
         self._starts = [r.start for r in self.regions]
         self._typed: dict[tuple[int, str], torch.Tensor] = {}
         self._bases: dict[tuple[int, str], tuple[Region, int]] = {}  # (address, dtype) -> lookup
-        # timing mode's stand-in tiles, shared by the launch's programs (executor._placeholder)
+        # timing mode's stand-in tiles, shared by the launch's programs (placeholder below)
         self.placeholders: dict[tuple, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ lookup

@@ -29,7 +29,7 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
+from backend.program import Program
 from backend.sim.timing import LaunchTiming, price_launch
 
 SOURCE = "ISCA25 Table 2"

@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from backend.sim.fastpath import without_gc
-from backend.sim.isa import ITEMSIZE, registers_in
+from backend.program import ITEMSIZE, registers_in
 
 ENGINE_ORDER = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
 _EIDX = {e: i for i, e in enumerate(ENGINE_ORDER)}

@@ -167,7 +167,7 @@ class if_then:
         return _Else()
 
     def __exit__(self, *exc):
-        from backend.sim.isa import Block
+        from backend.program import Block
         body = self.b._blocks.pop()
         if exc[0] is None:
             self.b.emit("ctl.if", [], {"cond": self.cond}, {}, [Block([], body, []), Block([], self.els, [])])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
 from baselines.expert.common import (DT, attach, cached, cdiv, cmp, first_fit, gather, launch, n_pes, partition,
                                       pid64, pipelined_segments, s64, smin)
 

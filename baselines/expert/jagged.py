@@ -49,7 +49,7 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import Reg
 from baselines.expert.common import ProgramBuilder, current_chip
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
 from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
 
 NEG_INF = float("-inf")

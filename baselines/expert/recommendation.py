@@ -38,7 +38,7 @@ from backend.configs import load_chip
 from baselines.expert.common import (DT, attach, cached, cdiv, cmp, current_chip, gather, if_then, launch,
                                      local_bytes, n_pes, pid64, s64, scmp, smin)
 from backend.sim.builder import ProgramBuilder, Reg
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
 
 _ROWS_SHARE = 4   # one of the two gathered-rows tiles: a quarter of local memory (96 KB on 2i)
 _BIG = 1 << 60

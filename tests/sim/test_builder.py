@@ -6,7 +6,7 @@ import torch
 
 from backend.sim.builder import LocalMemoryOverflow, ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
+from backend.program import Program
 from backend.sim.microbench import gemm_grid, gemm_program
 
 
