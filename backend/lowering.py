@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from backend.program import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
+from backend.tile_ir import BINARY_FUNCTIONS as _BINARY
+from backend.tile_ir import UNARY_FUNCTIONS as _UNARY
 from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
 
 RULES: dict[str, Callable[["Emitter", Op], None]] = {}
@@ -127,28 +129,7 @@ def reg(v: Value) -> str:
 
 
 # ----------------------------------------------------------------------------- elementwise
-
-_BINARY = {
-    "arith.addi": "add", "arith.addf": "add", "arith.subi": "sub", "arith.subf": "sub",
-    "arith.muli": "mul", "arith.mulf": "mul", "arith.divf": "div", "arith.divsi": "sdiv",
-    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.remf": "frem",
-    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl",
-    "arith.shrsi": "shrs", "arith.shrui": "shru", "arith.minsi": "smin", "arith.maxsi": "smax",
-    "arith.minui": "umin", "arith.maxui": "umax", "arith.minimumf": "fmin", "arith.maximumf": "fmax",
-    "arith.minnumf": "fminnum", "arith.maxnumf": "fmaxnum", "math.powf": "pow", "math.atan2": "atan2",
-    "math.copysign": "copysign", "tt.mulhiui": "umulhi", "tt.precise_divf": "div",
-}
-_UNARY = {
-    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2", "math.log10": "log10",
-    "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
-    "tt.precise_sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
-    "math.tanh": "tanh", "math.erf": "erf", "math.erfc": "erfc", "math.absf": "abs", "math.absi": "abs",
-    "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc", "math.round": "round",
-    "math.roundeven": "rint", "arith.negf": "neg", "math.asin": "asin", "math.acos": "acos",
-    "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.asinh": "asinh",
-    "math.acosh": "acosh", "math.atanh": "atanh", "math.ctpop": "popc", "math.ctlz": "clz",
-}
-
+# (the op -> ISA function tables _BINARY / _UNARY are the tile IR's: backend/tile_ir.py)
 
 # ops whose splat-constant operands become immediates (Emitter.operand); the PE level gives
 # such constants no buffer

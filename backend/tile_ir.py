@@ -19,6 +19,32 @@ _MLIR_DTYPE = {
 }
 
 
+# The elementwise ops of the tile IR and the ISA function each computes (the `fn` attribute of
+# the unary / binary instruction it lowers to; backend/program.py's SFU_FUNCTIONS says which run
+# on the SFU). Level 3 selects instructions from them (backend/lowering.py); the level-1
+# scheduler (backend/passes/schedule.py) reads them to estimate which engine an op will use.
+BINARY_FUNCTIONS = {
+    "arith.addi": "add", "arith.addf": "add", "arith.subi": "sub", "arith.subf": "sub",
+    "arith.muli": "mul", "arith.mulf": "mul", "arith.divf": "div", "arith.divsi": "sdiv",
+    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.remf": "frem",
+    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl",
+    "arith.shrsi": "shrs", "arith.shrui": "shru", "arith.minsi": "smin", "arith.maxsi": "smax",
+    "arith.minui": "umin", "arith.maxui": "umax", "arith.minimumf": "fmin", "arith.maximumf": "fmax",
+    "arith.minnumf": "fminnum", "arith.maxnumf": "fmaxnum", "math.powf": "pow", "math.atan2": "atan2",
+    "math.copysign": "copysign", "tt.mulhiui": "umulhi", "tt.precise_divf": "div",
+}
+UNARY_FUNCTIONS = {
+    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2", "math.log10": "log10",
+    "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
+    "tt.precise_sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
+    "math.tanh": "tanh", "math.erf": "erf", "math.erfc": "erfc", "math.absf": "abs", "math.absi": "abs",
+    "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc", "math.round": "round",
+    "math.roundeven": "rint", "arith.negf": "neg", "math.asin": "asin", "math.acos": "acos",
+    "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.asinh": "asinh",
+    "math.acosh": "acosh", "math.atanh": "atanh", "math.ctpop": "popc", "math.ctlz": "clz",
+}
+
+
 @dataclass(frozen=True)
 class Type:
     """shape None: a scalar. elem: an ISA dtype, 'ptr' (pointee set) or 'blockptr' (pointee: tile)."""

@@ -14,9 +14,10 @@ moves as one unit. Ties keep source order, so a region without slack is left as 
 """
 from __future__ import annotations
 
-from backend.program import SFU_FUNCTIONS
-from backend.lowering import _BINARY, _UNARY
 from backend.passes.dce import EFFECTS as _EFFECTS, TERMINATORS as _TERMINATORS
+from backend.program import SFU_FUNCTIONS
+from backend.tile_ir import BINARY_FUNCTIONS as _BINARY
+from backend.tile_ir import UNARY_FUNCTIONS as _UNARY
 from backend.tile_ir import Function, Op, Region, reads, walk
 
 _VIEWS = {"tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.splat", "arith.constant", "tt.make_range"}
