@@ -223,7 +223,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
         _gate_full(workloads, results, workers)
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
-        from backend.sim import microbench  # T1: the simulator's calibration against published peaks
+        from tools import microbench  # T1: the simulator's calibration against published peaks
         microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
         sys.stdout.flush()
         t_h200 = time.perf_counter()

@@ -6,7 +6,7 @@ matmul of step k), the first K step multiplies into a broadcast [1,1] zero so no
 clears the accumulator, and the result tile is double-buffered so its store overlaps the next
 tile. The tile shape is chosen per problem from a cost estimate (DPE time vs per-PE SRAM
 share and PE-grid waves) among the configs that fit in local memory. Generalises
-backend/sim/microbench.gemm_program (which needs divisible shapes) to any M, N, K, batch.
+tools/microbench.gemm_program (which needs divisible shapes) to any M, N, K, batch.
 """
 from __future__ import annotations
 
