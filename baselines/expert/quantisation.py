@@ -1,6 +1,6 @@
 """Expert row-wise INT8 quantise / dequantise (the streaming skeleton with whole rows: the
 row max |x| comes from the reduction engine; the rounding is the reference's exact FP32
-sequence, so codes compare bit for bit). MX4 block quantisation is not written yet."""
+sequence, so codes compare bit for bit). MX4 block quantisation is in quantisation_mx4.py."""
 from __future__ import annotations
 
 import torch

@@ -1,6 +1,6 @@
 """Expert recommendation kernels: table-batched embedding bags (sum / mean, variable bag sizes)
 with index-driven DMA. The jagged ops (to padded dense, sum, softmax) and the dot interaction
-are in baselines/expert/jagged.py.
+are in baselines/expert/recommendation_jagged.py.
 
 Embedding bag (FBGEMM TBE style). ~97% of the bytes are looked-up rows, so the kernel is
 bound by each PE's share of the off-chip bandwidth (a static 1/64th): every PE must get the
