@@ -15,7 +15,7 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import LocalMemoryOverflow
 from baselines.expert.common import ProgramBuilder, current_chip
-from baselines.expert.common import ACTS, DT, attach, cached, cdiv, launch, n_pes, pid64, s64, smin
+from baselines.expert.common import ACTS, DT, cached, cdiv, launch, n_pes, pid64, s64, smin
 
 _CANDIDATES = [(256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64),
                (32, 128), (128, 32), (32, 64), (32, 32)]
@@ -135,9 +135,3 @@ def int8_matmul(a, b):
 
 def bmm(a, b):
     return _run(a, b)
-
-
-attach("matmul", gemm_program, matmul)
-attach("matmul_bias_gelu", gemm_program, matmul_bias_gelu)
-attach("int8_matmul", gemm_program, int8_matmul)
-attach("bmm", gemm_program, bmm)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from baselines.expert.common import DT, attach, cached, cdiv, launch, partition, pow2_at_least, s64, smin
+from baselines.expert.common import DT, cached, cdiv, launch, partition, pow2_at_least, s64, smin
 from baselines.expert.quantisation_mx4 import const_tile, pe_range, prefetched_loop
 
 # ----------------------------------------------------------------------------- cumsum
@@ -156,7 +156,3 @@ def rope(x, cos, sin):
     prog = rope_program(B, S, H, D, DT[x.dtype])
     launch(prog, prog.meta["grid"], [x.contiguous(), cos.float().contiguous(), sin.float().contiguous(), out])
     return out
-
-
-attach("jagged_offsets", jagged_offsets_program, jagged_offsets)
-attach("rope", rope_program, rope)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 
 from backend.configs import load_chip
-from baselines.expert.common import (DT, attach, cached, cdiv, cmp, current_chip, gather, if_then, launch,
+from baselines.expert.common import (DT, cached, cdiv, cmp, current_chip, gather, if_then, launch,
                                      local_bytes, n_pes, pid64, s64, scmp, smin)
 from backend.sim.builder import ProgramBuilder, Reg
 from backend.program import ITEMSIZE
@@ -288,11 +288,3 @@ def embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode):
                                      indices.to(torch.int64).contiguous(), offsets.to(torch.int64).contiguous(), out],
            data_independent=False)
     return out
-
-
-attach("embedding_bag_sum", embedding_bag_program,
-       lambda weights, table_offsets, indices, offsets, num_tables:
-       embedding_bag(weights, table_offsets, indices, offsets, num_tables, "sum"))
-attach("embedding_bag_mean", embedding_bag_program,
-       lambda weights, table_offsets, indices, offsets, num_tables:
-       embedding_bag(weights, table_offsets, indices, offsets, num_tables, "mean"))

@@ -50,7 +50,7 @@ from backend.configs import load_chip
 from backend.sim.builder import Reg
 from baselines.expert.common import ProgramBuilder, current_chip
 from backend.program import ITEMSIZE
-from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
+from baselines.expert.common import DT, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
 
 NEG_INF = float("-inf")
 _ITEM_CYCLES = 4 * 20       # quarter cycles per item beyond its rows (DMA descriptor setup)
@@ -444,9 +444,3 @@ def dot_interaction(x):
     prog = dot_interaction_program(B, F, D, DT[x.dtype])
     launch(prog, prog.meta["grid"], [x.contiguous(), out])
     return out
-
-
-attach("jagged_to_padded_dense", jagged_to_padded_dense_program, jagged_to_padded_dense)
-attach("jagged_sum", jagged_sum_program, jagged_sum)
-attach("jagged_softmax", jagged_softmax_program, jagged_softmax)
-attach("dot_interaction", dot_interaction_program, dot_interaction)
