@@ -48,8 +48,25 @@ def configure() -> None:
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
     from backend.inductor_cpu import benchmark, extern, heuristics
     heuristics.install()
+    extern.register_extern("gemm", _expert_gemm)
+    extern.register_extern("embedding_bag", _triton_embedding_bag)
     extern.install()
     benchmark.install()  # Inductor's autotuning compares simulated time, not the simulator's host time
+
+
+def _expert_gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """mtia_sim.gemm (backend/inductor_cpu/extern.py): the expert GEMM program."""
+    from baselines.expert.gemm import bmm, matmul
+    return bmm(a, b) if a.dim() == 3 else matmul(a, b)
+
+
+def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                          mean: bool) -> torch.Tensor:
+    """mtia_sim.embedding_bag: one table at row 0 of the table-batched Triton kernel of
+    kernels/recommendation.py."""
+    from kernels.recommendation import embedding_bag
+    table_offsets = torch.zeros(1, dtype=offsets.dtype)
+    return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
 
 
 def unconfigure() -> None:

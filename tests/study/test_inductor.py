@@ -116,3 +116,12 @@ def test_inductor_autotuning_reads_simulated_time():
     # Inductor's CPU benchmark now reports the simulated microseconds, as milliseconds
     assert benchmarker.benchmark(launches_of_known_time, device="cpu") == 3.0 / 1e3
     assert benchmarker.benchmark(lambda: torch.zeros(4), device="cpu") == 0.0  # no launch: a tie
+
+
+def test_extern_ops_are_registered_by_the_study() -> None:
+    """The backend routes mm / embedding bags to the chip only through implementations its user
+    registers (it imports neither kernels/ nor baselines/); configure() registers them."""
+    from backend.inductor_cpu import extern
+    with pytest.raises(ValueError, match="unknown extern op"):
+        extern.register_extern("conv", lambda *a: None)
+    assert extern.registered("gemm") and extern.registered("embedding_bag")
