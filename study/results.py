@@ -228,15 +228,18 @@ def read_table(path: Path, table: Table) -> list[dict[str, str]]:
     return rows
 
 
-def written_keys(path: Path, table: Table | None = None) -> set[tuple]:
-    """The keys of the rows already in `path` (none when it does not exist): a measurement
-    file's row_key, or a table's key columns, as text."""
+def written_keys(path: Path, table: Table | None = None, key: Sequence[str] | None = None) -> set[tuple]:
+    """The keys of the rows already in `path` (none when it does not exist), as text: a table's
+    key columns, or for a measurement file the `key` columns given, by default its row_key."""
     path = Path(path)
     if not path.exists():
         return set()
-    if table is None:
-        return {row_key(r) for r in read_rows(path)}
-    return {tuple(r[c] for c in table.key) for r in read_table(path, table)}
+    if table is not None:
+        return {tuple(r[c] for c in (key or table.key)) for r in read_table(path, table)}
+    rows = read_rows(path)
+    if key is None:
+        return {row_key(r) for r in rows}
+    return {tuple("" if r[c] is None else str(r[c]) for c in key) for r in rows}
 
 
 def repair_partial_tail(path: Path) -> int | None:
