@@ -166,10 +166,12 @@ def run_pool(fn: Callable[[Any], Any], tasks: Iterable[Any], workers: int, *,
                     slot.proc.join(5)
                     kind, payload = "died", f"worker exited with code {slot.proc.exitcode} before reporting"
                 wall = time.perf_counter() - t0
-                if kind in ("ok", "error") and not fresh:
-                    idle.append(slot)
+                if kind not in ("ok", "error"):
+                    slot.kill()
+                elif fresh:
+                    slot.stop()  # its one task is done
                 else:
-                    slot.stop() if kind in ("ok", "error") else slot.kill()
+                    idle.append(slot)
                 if kind == "ok":
                     yield Done(task, value=payload, wall_s=wall)
                 elif kind == "error":
