@@ -45,7 +45,6 @@ class _DeviceState:
     # the memory regime launches are priced in (backend/regimes.py): where inputs start, where
     # outputs go; it changes no compiled code, only the price of a launch
     regime: str = os.environ.get("MTIA_REGIME", DEFAULT_REGIME)
-    records: list[KernelRecord] = field(default_factory=list)
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
@@ -353,4 +352,5 @@ class MTIADriver(DriverBase):
         return torch.empty(1, dtype=torch.int8)
 
     def clear_cache(self, cache: torch.Tensor) -> None:
-        DEVICE.records.clear()
+        """Nothing to flush: every simulated launch starts from the memory state its regime
+        prices (backend/regimes.py), whatever ran before it."""

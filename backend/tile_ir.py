@@ -159,7 +159,6 @@ class Function:
     args: list[Value]
     arg_names: list[str]
     body: Region
-    source_file: str = ""
 
 
 def walk(region: Region) -> Iterator[Op]:
@@ -218,12 +217,3 @@ def reads(op: Op) -> set:
         for inner in walk(r):
             used.update(inner.operands)
     return used
-
-
-def uses(fn: Function) -> dict[Value, list[Op]]:
-    """Map from each value to the ops that use it (nested regions included)."""
-    table: dict[Value, list[Op]] = {}
-    for op in walk(fn.body):
-        for o in op.operands:
-            table.setdefault(o, []).append(op)
-    return table

@@ -310,6 +310,4 @@ def read_module(mod: Any, kernel_arg_names: list[str]) -> Function:
         else:
             raise UnsupportedError(f"internal: could not align TTIR text with op {op.name} "
                                    f"(text has {tops[ti].name if ti < len(tops) else 'nothing'})")
-    locs_file = [op.loc for _, op in preorder if op.loc]
-    fn.source_file = locs_file[0].rsplit(":", 2)[0] if locs_file else ""
     return fn

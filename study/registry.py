@@ -32,7 +32,6 @@ from typing import Any, Callable
 import torch
 
 IMPLS = ("torch", "triton", "triton_ext", "expert", "inductor")
-TOLERANCE = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "i8": 0.0, "i32": 0.0, "i64": 0.0, "f8e4m3": 1e-1}
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i8": torch.int8,
                 "i32": torch.int32, "i64": torch.int64}
 

@@ -25,7 +25,6 @@ from backend.sim.builder import ProgramBuilder as _Builder
 
 DT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8",
       torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
-TORCH = {v: k for k, v in DT.items()}
 
 
 def current_chip() -> str:
@@ -161,12 +160,6 @@ class if_then:
         return False
 
 
-def pipelined_loop(b: ProgramBuilder, first, last, load: Callable, body: Callable) -> None:
-    """body(regs, t) for every tile t in [first, last), with the loads of tile t + 1 issued
-    before the body of tile t: pipelined_segments with one segment."""
-    pipelined_segments(b, [(first, last, load, body)])
-
-
 def pipelined_segments(b: ProgramBuilder, segs: Sequence[tuple]) -> None:
     """Software-pipelined streaming over consecutive segments of tiles.
 
@@ -278,10 +271,6 @@ def cmp(b: ProgramBuilder, pred: str, x, y, out: Reg | None = None) -> Reg:
 
 def to_f32(b: ProgramBuilder, x: Reg, out: Reg | None = None) -> Reg:
     return x if x.dtype == "f32" else b.cast(x, "f32", out=out)
-
-
-def tile_like(b: ProgramBuilder, x: Reg, dtype: str | None = None, copies: int = 1, name: str = "t") -> Reg:
-    return b.tile(x.shape, dtype or x.dtype, copies=copies, name=name)
 
 
 # ----------------------------------------------------------------------------- formulas (f32 tiles)
