@@ -57,7 +57,7 @@ USES: dict[str, Use] = {
     "smoke": Use(
         looser={"bf16": 2e-2},
         reason="a sanity check that a traced or timed bf16 GEMM computed its product (study/timeline.py; "
-               "backend/sim/microbench.py checks its GEMM the same way): not a study measurement, kept at the "
+               "tools/microbench.py checks its GEMM with the same value): not a study measurement, kept at the "
                "2e-2 it has always used"),
 }
 
