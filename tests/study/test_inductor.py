@@ -6,7 +6,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
 from backend.inductor_cpu import options
-from study.inductor import HostFallback, configure, run_on_chip, unconfigure
+from study.inductor import HostFallback, NotOneGraph, configure, run_on_chip, unconfigure
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +41,19 @@ def test_host_fallback_is_an_error_not_a_time() -> None:
     x = torch.randn(64, 32)
     with pytest.raises(HostFallback, match="topk"):
         run_on_chip("topk_test", lambda x: torch.topk(x, 4, dim=-1).values, {"x": x})
+
+
+def test_reference_split_into_graphs_per_value_is_refused() -> None:
+    # a Python loop over data (as a jagged reference written per segment): one graph per segment
+    def per_segment(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        b = offsets.tolist()
+        for lo, hi in zip(b[:-1], b[1:]):
+            out[lo:hi] = torch.softmax(x[lo:hi], dim=0)
+        return out
+    x = torch.randn(10, 4)
+    with pytest.raises(NotOneGraph, match="per_segment_test.*graphs"):
+        run_on_chip("per_segment_test", per_segment, {"x": x, "offsets": torch.tensor([0, 3, 7, 10])})
 
 
 def test_options_env_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
