@@ -110,7 +110,9 @@ class ChipModel:
                 m = copy.copy(self)
                 m.fixed, m._alone = [0.0] * len(self.fixed), [None, None]
             self._alone[i] = Pricer(m, Levels.alone(m))
-        return self._alone[i].rules[kind](inputs) or 0.0
+        p = self._alone[i]
+        p.start()
+        return p.rules[kind](inputs) or 0.0
 
 
 # ----------------------------------------------------------------------------- memory levels of a launch
