@@ -9,8 +9,9 @@ Where things live:
   inputs.py  the cost inputs an executed instruction reports, one typed record per engine
              (TypedDicts: plain dicts at run time), and their constructors. The ISA's
              semantics (isa.py, memory.py), the executor's timing-only stand-ins and the fast
-             paths (fastpath.py) all build them there. Also the engines in index order and the
-             instruction kinds a rule is registered for (`kind_of(op)`).
+             paths (fastpath.py) all build them there. Also each engine's index (their order is
+             the program format's, backend/program.py) and the instruction kinds a rule is
+             registered for (`kind_of(op)`).
   rules.py   `ChipModel` (the config as per-cycle figures) and the rule registry: one rule per
              kind (`@rule(K_...)`), cost inputs -> engine cycles, adding the bytes moved per
              memory level and the flops done to the program's tally. `Pricer(model, levels)`
