@@ -36,8 +36,9 @@ Chip level:
     program `program_pipeline = d` (its buffers fit local memory d times), consecutive programs
     on a PE overlap: each resident program has its own issue context (the command processor
     interleaves their streams; `resident_issue_streams = false`: one stream), program j starts
-    `replace_us` after program j-1 started and not before program j-d finished (whose buffers it reuses); the engines are shared, in
-    program order, with their state carried from one program to the next.
+    `replace_us` after program j-1 started and not before program j-d finished (whose buffers
+    it reuses); the engines are shared, in program order, with their state carried from one
+    program to the next.
   - Memory levels: a PE's share of the SRAM and off-chip bandwidth, which level a read comes
     from, when write-back is on the critical path: backend/sim/cost/ (levels.py). The kernel is
     never faster than its off-chip bytes at the whole off-chip bandwidth.
