@@ -84,7 +84,11 @@ Estimates (before anything runs) use the same figures:
   - the expert GEMM's tile shape (baselines/expert/gemm.py): `dpe_time` of the tile's flops
     unpadded plus the DPE's setup against the A and B tiles' bytes at a PE's SRAM share plus the
     DMA's setup; the expert embedding bag's DPE layout (`dpe_padded_flops`); the expert jagged
-    softmax's chunk cost (throughput terms).
+    kernels' row rates (`shares`; the off-chip share not capped by local memory) and softmax
+    chunk cost (throughput terms).
+Where an estimate is coarser than the rule it approximates (unpadded, without setup, one
+bandwidth share), it is because the choices it makes were tuned that way: pricing them with
+the full rules would change those choices, and so the study's cycles.
 """
 from backend.sim.cost.inputs import (ENGINE_INDEX, K_ATOMIC, K_DMA_IN, K_DMA_OUT, K_DPE, K_LOOP,
                                      K_MLU, K_RE, K_SCALAR, K_SCALAR_LOAD, K_SCALAR_STORE, K_SFU, K_SIMD, N_KINDS,
