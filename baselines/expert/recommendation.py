@@ -39,7 +39,7 @@ from baselines.expert.common import (DT, cached, cdiv, cmp, current_chip, gather
                                      local_bytes, n_pes, pid64, s64, scmp, smin)
 from backend.sim.builder import ProgramBuilder, Reg
 from backend.program import ITEMSIZE
-from backend.sim.cost import ChipModel, matmul_inputs
+from backend.sim.cost import K_DPE, ChipModel, matmul_inputs
 
 _ROWS_SHARE = 4   # one of the two gathered-rows tiles: a quarter of local memory (96 KB on 2i)
 _BIG = 1 << 60
@@ -69,10 +69,10 @@ def _count(b: ProgramBuilder, flags: Reg) -> Reg:
     return r
 
 
-def _dpe_work(batch: int, m: int, k: int, n: int, dtype: str) -> int:
-    """The DPE's work for a batched [m, k] x [k, n] product: its flops padded to the DPE's
-    tiles, as the timing model's DPE rule counts them."""
-    return ChipModel(load_chip(current_chip())).dpe_padded_flops(matmul_inputs(batch, m, n, k, dtype))
+def _dpe_cycles(batch: int, m: int, k: int, n: int, dtype: str) -> float:
+    """DPE cycles of a batched [m, k] x [k, n] product (padded to the DPE's tiles), without the
+    instruction's setup: the timing model's DPE rule."""
+    return ChipModel(load_chip(current_chip())).cycles(K_DPE, matmul_inputs(batch, m, n, k, dtype), setup=False)
 
 
 def _smax(b: ProgramBuilder, x, y) -> Reg:
@@ -164,7 +164,7 @@ def embedding_bag_program(T: int, B: int, D: int, lmax: int, dtype: str, mode: s
     # no FP32 copy of the rows): per bag (batched ones [1, Lmax] x rows [Lmax, D]) or all bags at
     # once (block-diagonal 0/1 [Bc, Bc Lmax] x rows [Bc Lmax, D]), whichever pads less
     dpe = dtype != "f32"
-    batched = dpe and _dpe_work(Bc, 1, lmax, D, dtype) <= _dpe_work(1, Bc, NC, D, dtype)
+    batched = dpe and _dpe_cycles(Bc, 1, lmax, D, dtype) <= _dpe_cycles(1, Bc, NC, D, dtype)
     rshape = [Bc, lmax, D] if batched or not dpe else [NC, D]
     sets = []
     for k in range(2):

@@ -83,7 +83,7 @@ Estimates (before anything runs) use the same figures:
     purpose (its choices, and so the study's cycles, are pinned);
   - the expert GEMM's tile shape (baselines/expert/gemm.py): `dpe_time` of the tile's flops
     unpadded plus the DPE's setup against the A and B tiles' bytes at a PE's SRAM share plus the
-    DMA's setup; the expert embedding bag's DPE layout (`dpe_padded_flops`); the expert jagged
+    DMA's setup; the expert embedding bag's DPE layout (the DPE rule); the expert jagged
     kernels' row rates (`shares`; the off-chip share not capped by local memory) and softmax
     chunk cost (throughput terms).
 Where an estimate is coarser than the rule it approximates (unpadded, without setup, one

@@ -72,23 +72,20 @@ class ChipModel:
         self.scalar_access = float(chip["scalar_path"]["access_cycles"])
         self._alone: list[Pricer | None] = [None, None]  # cycles(): with, without setup
 
-    # -- the DPE: flops padded to its tiles, at the rate of the input dtype
+    # -- the DPE: flops padded to its tiles (the DPE rule), at the rate of the input dtype
 
-    def dpe_padded_flops(self, c: dict) -> int:
-        """2 * batch * m' * n' * k' of a matmul's cost inputs: m, n padded to tile_m / tile_n,
-        k to tile_k_bytes of input."""
-        kq = max(1, self.tile_kb // ITEMSIZE.get(c["in_dtype"], 2))
-        tm, tn = self.tile_m, self.tile_n
-        m, n, k = c["m"], c["n"], c["k"]
-        return 2 * c["batch"] * (-(-m // tm) * tm) * (-(-n // tn) * tn) * (-(-k // kq) * kq)
+    def dpe_rate_for(self, dtype: str) -> float:
+        """Flops per cycle of the DPE on `dtype` inputs (BF16's rate for a dtype it lacks)."""
+        return self.dpe_rate.get(dtype) or self.dpe_rate["bf16"]
+
+    def dpe_k_quantum(self, dtype: str) -> int:
+        """The DPE pads k to a multiple of this many elements (tile_k_bytes of `dtype` input)."""
+        return max(1, self.tile_kb // ITEMSIZE.get(dtype, 2))
 
     def dpe_time(self, flops: float, dtype: str) -> float:
-        """Cycles the DPE takes for `flops` of `dtype` inputs (BF16's rate for a dtype it lacks)."""
-        return flops / (self.dpe_rate.get(dtype) or self.dpe_rate["bf16"])
-
-    def dpe_cycles(self, c: dict) -> float:
-        """Throughput cycles of a matmul (without the per-instruction setup)."""
-        return self.dpe_time(self.dpe_padded_flops(c), c["in_dtype"])
+        """Cycles the DPE takes for `flops` of `dtype` inputs, unpadded (an estimate's figure;
+        the DPE rule pads to the tiles)."""
+        return flops / self.dpe_rate_for(dtype)
 
     # -- memory levels: a PE's share of a level's bandwidth
 
@@ -215,11 +212,20 @@ def _scalar_access(m: ChipModel, lv: Levels, t: list, kind: int) -> Rule:
 
 @rule(K_DPE)
 def _dpe(m: ChipModel, lv: Levels, t: list, kind: int) -> Rule:
-    fixed, throughput = m.fixed[_DPE], m.dpe_cycles
+    """2 * batch * m' * n' * k' / flops_per_cycle[in_dtype]: m, n padded to the DPE's tiles, k
+    to its k quantum."""
+    fixed, tm, tn = m.fixed[_DPE], m.tile_m, m.tile_n
+    per_dtype: dict[str, tuple[int, float]] = {}  # in_dtype -> (k quantum, flops per cycle)
 
     def price(c: dict) -> float:
+        dt = c["in_dtype"]
+        kr = per_dtype.get(dt)
+        if kr is None:
+            kr = per_dtype[dt] = (m.dpe_k_quantum(dt), m.dpe_rate_for(dt))
+        kq, rate = kr
+        mm, n, k = c["m"], c["n"], c["k"]
         t[T_DPE_FLOPS] += c["flops"]
-        return fixed + throughput(c)
+        return fixed + 2 * c["batch"] * (-(-mm // tm) * tm) * (-(-n // tn) * tn) * (-(-k // kq) * kq) / rate
     return price
 
 
