@@ -410,18 +410,16 @@ def _dot(e: Emitter, op: Op) -> None:
 
 def _fp32_dot_on_simd(e: Emitter, op: Op) -> bool:
     """True when an FP32 x FP32 dot costs less as k SIMD passes over [m, n] than on the DPE
-    (padded to its tiles, at its FP32 rate), priced as the timing model prices both."""
+    (padded to its tiles, at its FP32 rate): the timing model's cost rules price both."""
     a, b = op.operands[0].type, op.operands[1].type
     if a.elem != "f32" or b.elem != "f32":
         return False
     from backend.configs import load_chip
-    from backend.sim.timing import _EIDX, ChipModel
+    from backend.sim.cost import K_DPE, K_SIMD, ChipModel, matmul_inputs, simd_matmul_inputs
     cm = ChipModel(load_chip(getattr(e.options, "arch", None)))
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.numel // (m * k)
-    dpe = cm.fixed[_EIDX["DPE"]] + cm.dpe_cycles({"in_dtype": "f32", "batch": batch, "m": m, "n": n, "k": k})
-    simd = batch * k * cm.fixed[_EIDX["SIMD"]] + batch * m * n * k / cm.simd_epc
-    return simd < dpe
+    return cm.cycles(K_SIMD, simd_matmul_inputs(batch, m, n, k)) < cm.cycles(K_DPE, matmul_inputs(batch, m, n, k, "f32"))
 
 
 _BUILTIN_COMBINE = {

@@ -3,8 +3,9 @@
 The program format (Program, Block, Instr, dtypes) is backend/program.py, the contract with the
 compiler; this module says what each instruction of it does. The functional simulator
 executes a program through `SEMANTICS`; the timing model prices each executed instruction from
-the `cost inputs` the semantics report. A new instruction is one `@instruction` entry here plus
-one lowering rule in the compiler.
+the `cost inputs` the semantics report (typed records built by backend/sim/cost/inputs.py; the
+rules that price them are in backend/sim/cost/). A new instruction is one `@instruction` entry
+here plus one lowering rule in the compiler.
 
 Values: scalar registers hold Python numbers (ints wrap to their width); tile registers hold
 torch tensors that live in the PE's local memory. Pointers are integer byte addresses.
@@ -19,6 +20,8 @@ from typing import Any, Callable
 import torch
 
 from backend.program import ENGINE_OF_PREFIX, INT_BITS, SFU_FUNCTIONS, TORCH_DTYPE, Block, Instr, Operand
+from backend.sim.cost.inputs import (LayoutInputs, VectorInputs, fma_inputs, layout_inputs, matmul_inputs,
+                                     reduce_inputs, simd_matmul_inputs, tree_reduce_inputs, vector_inputs)
 
 # ----------------------------------------------------------------------------- dtypes
 
@@ -344,8 +347,8 @@ def _numel(x: Any) -> int:
     return x.numel() if isinstance(x, torch.Tensor) else 1
 
 
-def _elementwise_cost(out: Any, dtype: str) -> dict:
-    return {"elements": _numel(out), "dtype": dtype}
+def _elementwise_cost(out: Any, dtype: str) -> VectorInputs:
+    return vector_inputs(_numel(out), dtype)
 
 
 # --- scalar engine: program ids, constants, integer/pointer arithmetic on scalar registers
@@ -580,7 +583,7 @@ def _simd_fma(st: ExecState, ins: Instr):
     if out.dtype != TORCH_DTYPE[dtype]:
         out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
-    return {"elements": _numel(out), "dtype": dtype, "flops_per_element": 2}
+    return fma_inputs(_numel(out), dtype)
 
 
 @instruction("simd.clamp")
@@ -609,8 +612,8 @@ def _taddptr(st: ExecState, ins: Instr):
 
 # --- memory layout unit: shape changes that move data inside local memory
 
-def _layout_cost(out: torch.Tensor) -> dict:
-    return {"bytes": out.numel() * out.element_size()}
+def _layout_cost(out: torch.Tensor) -> LayoutInputs:
+    return layout_inputs(out.numel() * out.element_size())
 
 
 @instruction("mlu.broadcast")
@@ -618,7 +621,7 @@ def _broadcast(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     out = a.expand(ins.attrs["shape"]) if isinstance(a, torch.Tensor) else torch.tensor(a).expand(ins.attrs["shape"])
     st.r[ins.dst[0]] = out
-    return {"bytes": 0} if ins.attrs.get("view") else _layout_cost(out)
+    return layout_inputs(0) if ins.attrs.get("view") else _layout_cost(out)
 
 
 @instruction("mlu.reshape")
@@ -627,7 +630,7 @@ def _reshape(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     out = a.reshape(ins.attrs["shape"])
     st.r[ins.dst[0]] = out
-    return {"bytes": 0 if ins.attrs.get("view", False) else out.numel() * out.element_size()}
+    return layout_inputs(0 if ins.attrs.get("view", False) else out.numel() * out.element_size())
 
 
 @instruction("mlu.permute")
@@ -688,9 +691,7 @@ def _matmul(st: ExecState, ins: Instr):
     st.r[ins.dst[0]] = out
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
-    batch = a.numel() // (m * k)
-    return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": ins.attrs["in_dtype"],
-            "flops": 2 * batch * m * n * k}
+    return matmul_inputs(a.numel() // (m * k), m, n, k, ins.attrs["in_dtype"])
 
 
 @instruction("simd.matmul")
@@ -706,8 +707,7 @@ def _simd_matmul(st: ExecState, ins: Instr):
     st.r[ins.dst[0]] = out
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
-    batch = a.numel() // (m * k)
-    return {"elements": batch * m * n * k, "passes": batch * k, "dtype": "f32", "flops_per_element": 2}
+    return simd_matmul_inputs(a.numel() // (m * k), m, n, k)
 
 
 # --- reduction engine
@@ -769,8 +769,7 @@ def _re_reduce(st: ExecState, ins: Instr):
         outs = tree_reduce(srcs, axis, RegionRunner(st, ins.bodies[0]))
     for d, o in zip(ins.dst, outs):
         st.r[d] = o if o.dim() > 0 else o.item()
-    return {"elements": sum(s.numel() for s in srcs), "out_elements": _numel(outs[0]),
-            "combine_ops": len(ins.bodies[0].instrs) if ins.bodies else 1}
+    return reduce_inputs(sum(s.numel() for s in srcs), _numel(outs[0]), len(ins.bodies[0].instrs) if ins.bodies else 1)
 
 
 def hillis_steele_scan(values: list[torch.Tensor], axis: int, reverse: bool, combine: Callable) -> list:
@@ -798,8 +797,7 @@ def _simd_reduce(st: ExecState, ins: Instr):
     n = max(1, st.v(ins.args["srcs"][0]).shape[ins.attrs["axis"]]) if isinstance(
         st.v(ins.args["srcs"][0]), torch.Tensor) else 1
     passes = max(1, (n - 1).bit_length())
-    return {"elements": cost["elements"], "dtype": "f32", "passes": passes,
-            "flops_per_element": cost.get("combine_ops", 1)}
+    return tree_reduce_inputs(cost["elements"], passes, cost.get("combine_ops", 1))
 
 
 @instruction("re.scan")
@@ -820,8 +818,7 @@ def _re_scan(st: ExecState, ins: Instr):
         st.r[d] = o
     if ins.attrs.get("total"):  # a last dst: the scan's final element along axis (the total)
         st.r[ins.dst[-1]] = outs[0].select(axis, 0 if reverse else -1)
-    return {"elements": sum(s.numel() for s in srcs), "out_elements": _numel(outs[0]),
-            "combine_ops": len(ins.bodies[0].instrs) if ins.bodies else 1}
+    return reduce_inputs(sum(s.numel() for s in srcs), _numel(outs[0]), len(ins.bodies[0].instrs) if ins.bodies else 1)
 
 
 @instruction("re.histogram")
@@ -834,7 +831,7 @@ def _histogram(st: ExecState, ins: Instr):
     x = x[(x >= 0) & (x < bins)]
     out = torch.bincount(x, minlength=bins).to(TORCH_DTYPE[ins.attrs["dtype"]])
     st.r[ins.dst[0]] = out
-    return {"elements": x.numel(), "out_elements": bins}
+    return reduce_inputs(x.numel(), bins)
 
 
 # --- DMA: structured descriptors, index-driven gathers, and the scalar fallback path
