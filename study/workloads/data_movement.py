@@ -3,6 +3,7 @@ read and one write of every moved element (plus the index array for the gather).
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import data_movement as E
 from kernels import data_movement as K
 from kernels import data_movement_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -36,6 +37,8 @@ def _(x):
 def _(x):
     return KX.transpose(x)
 
+transpose.impl("expert", source=E.transpose_program)(E.transpose)
+
 
 index_select = workload(
     "index_select", family="data_movement", dtypes=DTYPES,
@@ -63,6 +66,8 @@ def _(x, index):
 @index_select.impl("triton_ext", source=KX.index_select_ext_kernel)
 def _(x, index):
     return KX.index_select(x, index)
+
+index_select.impl("expert", source=E.index_select_program)(E.index_select)
 
 
 concat = workload(
@@ -94,3 +99,5 @@ def _(tensors):
 @concat.impl("triton_ext", source=KX.concat3_ext_kernel)
 def _(tensors):
     return KX.concat(tensors, dim=1)
+
+concat.impl("expert", source=E.concat_program)(E.concat)

@@ -4,6 +4,8 @@ Bytes: the input read once, codes and scales written once (or the reverse)."""
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import quantisation as E
+from baselines.expert import quantisation_mx4 as EM
 from kernels import quantisation as K
 from kernels import quantisation_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -37,6 +39,8 @@ def _(x):
 def _(x):
     return KX.quantize_int8_rowwise(x)
 
+quantize_int8.impl("expert", source=E.quantize_int8_program)(E.quantize_int8_rowwise)
+
 
 dequantize_int8 = workload(
     "dequantize_int8_rowwise", family="quantisation", dtypes=["f32"], shapes=_ROWS,
@@ -61,6 +65,8 @@ def _(q, scale):
 @dequantize_int8.impl("triton_ext", source=K.dequantize_int8_rowwise_kernel)
 def _(q, scale):
     return KX.dequantize_int8_rowwise(q, scale)
+
+dequantize_int8.impl("expert", source=E.dequantize_int8_program)(E.dequantize_int8_rowwise)
 
 
 _FLAT = [Shape("s", {"n": 2048}, tags={"test"}),
@@ -92,6 +98,8 @@ def _(x):
 def _(x):
     return KX.mx4_quantize(x)
 
+mx4_quantize.impl("expert", source=EM.mx4_quantize_program)(EM.mx4_quantize)
+
 
 mx4_dequantize = workload(
     "mx4_dequantize", family="quantisation", dtypes=["f32"], shapes=_FLAT,
@@ -116,3 +124,5 @@ def _(packed, exponents):
 @mx4_dequantize.impl("triton_ext", source=KX.mx4_dequantize_ext_kernel)
 def _(packed, exponents):
     return KX.mx4_dequantize(packed, exponents)
+
+mx4_dequantize.impl("expert", source=EM.mx4_dequantize_program)(EM.mx4_dequantize)

@@ -1,9 +1,9 @@
 """Simulator speed: host seconds to simulate big kernels, and events priced per second.
 
-    python -m backend.sim.bench [--chip mtia2i] [--modes timing,functional] [--json]
-    python -m backend.sim.bench --baseline REV [--repeat N] [--csv PATH]
+    python -m tools.bench_sim [--chip mtia2i] [--modes timing,functional] [--json]
+    python -m tools.bench_sim --baseline REV [--repeat N] [--csv PATH]
 
-Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (backend.sim.microbench's
+Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (tools/microbench.py's
 gemm_program) and a 16384 x 4096 BF16 row softmax. Each row says which executor mode it used
 (functional: real tile data; timing: tile data skipped, same events and cycles) and splits
 the wall time into execute (functional / timing-only simulation) and price (timing model).
@@ -33,8 +33,8 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
-from backend.sim.microbench import gemm_grid, gemm_program, n_pes
+from backend.program import Program
+from tools.microbench import gemm_grid, gemm_program, n_pes
 from backend.sim.timing import price_launch
 
 
@@ -150,7 +150,9 @@ def _git(repo: Path, *args: str) -> str:
 def _measure_in(root: Path, chip: str, modes: str) -> list[dict]:
     """Run this benchmark with the code under `root` in a fresh interpreter; its rows."""
     env = dict(os.environ, PYTHONPATH=str(root))  # `backend` (and Triton's plugin) from `root`
-    proc = subprocess.run([sys.executable, "-m", "backend.sim.bench", "--chip", chip, "--modes", modes, "--json"],
+    # revisions before the tools/ folder kept this benchmark at backend/sim/bench.py
+    module = "tools.bench_sim" if (root / "tools" / "bench_sim.py").exists() else "backend.sim.bench"
+    proc = subprocess.run([sys.executable, "-m", module, "--chip", chip, "--modes", modes, "--json"],
                           cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"benchmark in {root} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -177,7 +179,7 @@ def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", re
     "current <sha>", "+dirty" when it has uncommitted changes). The two alternate `repeat`
     times and each row keeps its fastest run: on a shared host the load changes within minutes,
     and the minimum is the least disturbed measurement of the same deterministic work."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     base_sha = _git(root, "rev-parse", "--short", f"{rev}^{{commit}}")
     cur_sha = _git(root, "rev-parse", "--short", "HEAD")
     if _git(root, "status", "--porcelain", "--untracked-files=no"):
@@ -252,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # the target is one core
     rows = run(a.chip, tuple(a.modes.split(",")))
     if a.csv:
-        write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[2], "rev-parse", "--short", "HEAD"),
+        write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[1], "rev-parse", "--short", "HEAD"),
                     **r} for r in rows], a.csv)
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
