@@ -78,110 +78,323 @@ def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, 
 
 
 @triton.jit
-def _first_bag(offsets_ptr, nb, target, BAG_COST: tl.constexpr):
-    """The first bag b with offsets[b] + BAG_COST * b >= target (binary search: the cost of
-    the bags before b is their indices plus BAG_COST each)."""
-    lo = 0
-    hi = nb
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if tl.load(offsets_ptr + mid) + BAG_COST * mid < target:
-            lo = mid + 1
+def _item_bag(j, B, NCH, BC: tl.constexpr, EVEN_B: tl.constexpr):
+    """The first bag of item j (table j // NCH, chunk j % NCH of BC bags); j in [0, n_items],
+    item n_items starting at bag B * T."""
+    if EVEN_B:
+        bag = j * BC
+    else:
+        t = j // NCH  # (j = n_items: table T, chunk 0)
+        bag = t * B + (j - t * NCH) * BC
+    return bag
+
+
+@triton.jit
+def _cuts(offsets_ptr, pe, n_pe, n_items, B, NCH, BAG_COST: tl.constexpr, BC: tl.constexpr, EVEN_B: tl.constexpr,
+          S: tl.constexpr, K: tl.constexpr):
+    """The items [j0, j1) of PE pe: j0 is the first item whose start costs at least pe / n_pe
+    of the total (a bag costs its indices plus BAG_COST), counted in two levels, every S-th
+    item and then the S items of the window holding the cut. Both cuts side by side, every
+    load issued before the vector work on loaded data: the vector engines run in order, so
+    address work queued behind work that waits for a load would hold the next load back."""
+    k = tl.arange(0, K) * S
+    ok = k <= n_items
+    bk = _item_bag(k, B, NCH, BC, EVEN_B)
+    nb = B * (n_items // NCH)
+    total = tl.load(offsets_ptr + nb + tl.zeros((1,), tl.int32))
+    v = tl.load(offsets_ptr + bk, mask=ok, other=0)
+    total = total + BAG_COST * nb
+    lo_t = (total * pe + n_pe - 1) // n_pe
+    hi_t = (total * (pe + 1) + n_pe - 1) // n_pe
+    v = v + BAG_COST * bk
+    base0 = tl.maximum(tl.sum(((v < lo_t) & ok).to(tl.int32)) - 1, 0) * S
+    base1 = tl.maximum(tl.sum(((v < hi_t) & ok).to(tl.int32)) - 1, 0) * S
+    g0 = base0 + tl.arange(0, S)
+    g1 = base1 + tl.arange(0, S)
+    b0 = _item_bag(g0, B, NCH, BC, EVEN_B)
+    b1 = _item_bag(g1, B, NCH, BC, EVEN_B)
+    w0 = tl.load(offsets_ptr + b0, mask=g0 <= n_items, other=0)
+    w1 = tl.load(offsets_ptr + b1, mask=g1 <= n_items, other=0)
+    j0 = base0 + tl.sum(((w0 + BAG_COST * b0 < lo_t) & (g0 <= n_items)).to(tl.int32))
+    j1 = base1 + tl.sum(((w1 + BAG_COST * b1 < hi_t) & (g1 <= n_items)).to(tl.int32))
+    return j0, j1
+
+
+@triton.jit
+def _item(j, j0, j1, n_items, B, NCH, BC: tl.constexpr):
+    """Item j -> (table, first bag, bags). Items outside [j0, j1) have no bags; their address is
+    clamped to a real item so that nothing outside the tensors is named."""
+    jc = tl.maximum(tl.minimum(j, n_items - 1), 0)
+    t = jc // NCH
+    c = jc - t * NCH
+    nv = tl.where((j >= j0) & (j < j1), tl.minimum(B - c * BC, BC), 0)
+    return t, t * B + c * BC, nv
+
+
+@triton.jit
+def _bounds(offsets_ptr, lo, nv, bags):
+    """Where the item's bags start and end in the indices: offsets[lo + b], offsets[lo + b + 1]
+    as one DMA of a [BC, 2] tile."""
+    two = tl.arange(0, 2)
+    se = tl.load(offsets_ptr + lo + bags[:, None] + two[None, :], mask=(bags < nv)[:, None], other=0)
+    return tl.split(se)
+
+
+@triton.jit
+def _indices(indices_ptr, starts, length, lanes):
+    """The item's indices as a [BC, lanes] tile: bag b's run starts[b] + lanes, masked at its
+    length (one index-driven DMA, a contiguous run per bag)."""
+    m = lanes[None, :] < length[:, None]
+    return tl.load(indices_ptr + starts[:, None] + lanes[None, :], mask=m, other=0), m
+
+
+@triton.jit
+def _row_offsets(idx, ro, m, D, BC: tl.constexpr, L: tl.constexpr, FLAT: tl.constexpr):
+    """Element offsets of the looked-up rows (index + the table's first row) * D, and their
+    mask; FLAT: as [BC * L] for the DPE's [BC * L, D] rows tile."""
+    rowoff = (idx + ro[:, None]) * D
+    if FLAT:
+        return tl.reshape(rowoff, (BC * L,)), tl.reshape(m, (BC * L,))
+    else:
+        return rowoff, m
+
+
+@triton.jit
+def _rows(weights_ptr, rowoff, m, offs_d, dmask, FLAT: tl.constexpr, EVEN_D: tl.constexpr):
+    """The looked-up rows, one index-driven DMA (a run of D per row; masked lanes are neither
+    read nor priced): [BC, L, D] for the reduction engine, or [BC * L, D] (FLAT) for the DPE."""
+    if FLAT:
+        r = rowoff[:, None]
+        mm = m[:, None]
+        if EVEN_D:
+            rows = tl.load(weights_ptr + r + offs_d[None, :], mask=mm, other=0.0)
         else:
-            hi = mid
-    return lo
+            rows = tl.load(weights_ptr + r + offs_d[None, :], mask=mm & dmask[None, :], other=0.0)
+    else:
+        if EVEN_D:
+            rows = tl.load(weights_ptr + rowoff[:, :, None] + offs_d[None, None, :], mask=m[:, :, None], other=0.0)
+        else:
+            rows = tl.load(weights_ptr + rowoff[:, :, None] + offs_d[None, None, :],
+                           mask=m[:, :, None] & dmask[None, None, :], other=0.0)
+    return rows
+
+
+@triton.jit
+def _pool(rows_a, rows_b, sel_a, sel_b, DOT: tl.constexpr, SPLIT: tl.constexpr, OUT16: tl.constexpr):
+    """Per-bag sums: FP32 rows on the reduction engine; 16-bit rows on the DPE as block-diagonal
+    0/1 [BM, BC * L] x rows (FP32 accumulation; OUT16: rounded once to the rows' dtype)."""
+    if DOT:
+        if SPLIT:
+            acc = tl.dot(sel_b, rows_b, acc=tl.dot(sel_a, rows_a, out_dtype=tl.float32), out_dtype=tl.float32)
+        elif OUT16:
+            acc = tl.dot(sel_a, rows_a, out_dtype=rows_a.dtype)
+        else:
+            acc = tl.dot(sel_a, rows_a, out_dtype=tl.float32)
+    else:
+        acc = tl.sum(rows_a, axis=1)
+    return acc
+
+
+@triton.jit
+def _finish(acc, length, out_ptr, t, lo, nv, B, D, stride_out, bags, brow, offs_d, dmask, MEAN: tl.constexpr,
+            DOT: tl.constexpr):
+    """Scale (mean), cast and store an item's pooled bags: out[lo - t B + b, t D : t D + D]."""
+    if MEAN:
+        inv = 1.0 / tl.maximum(length, 1).to(tl.float32)
+        if DOT:  # [BC] -> the DPE's [BM] rows
+            inv = tl.sum(tl.where(brow[:, None] == bags[None, :], inv[None, :], 0.0), axis=1)
+        acc = acc * inv[:, None]
+    tl.store(out_ptr + (lo - t * B + brow)[:, None] * stride_out + t * D + offs_d[None, :],
+             acc.to(out_ptr.dtype.element_ty), mask=(brow[:, None] < nv) & dmask[None, :])
 
 
 @triton.jit
 def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offsets_ptr, out_ptr, B, T, D,
-                             stride_out, MEAN: tl.constexpr, BAG_COST: tl.constexpr, BLOCK_T: tl.constexpr,
-                             BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr, EVEN_D: tl.constexpr):
-    """Table-batched embedding bag on the PE grid, three bags in flight per PE.
+                             stride_out, MEAN: tl.constexpr, DOT: tl.constexpr, SPLIT: tl.constexpr,
+                             BAG_COST: tl.constexpr, S: tl.constexpr, K: tl.constexpr, BC: tl.constexpr,
+                             BM: tl.constexpr, LA: tl.constexpr, LB: tl.constexpr, BLOCK_D: tl.constexpr,
+                             BLOCK_T: tl.constexpr, EVEN_D: tl.constexpr, EVEN_B: tl.constexpr):
+    """Table-batched embedding bag on the PE grid, a few bags (an item) at a time.
 
-    PE p pools a contiguous range of bags (bag = t * B + b) holding 1/P of the total cost (a
-    bag costs its indices plus BAG_COST), found by binary search over the offsets. The chain
-    of a bag is offsets -> indices -> rows, each a DMA whose address needs the previous one's
-    data, and a PE's DMA engine runs its transfers in order; so while bag k is summed, the rows
-    of bag k + 1, the indices of bag k + 2 and the end offset of bag k + 3 are in flight (a
-    bag starts where the previous one ends: one offset per bag). The table row offsets stay
-    in local memory; a bag's is picked on the vector engines. Bags past the PE's last one are
-    empty (never stored). Bags longer than BLOCK_L finish in a loop over their other indices."""
+    An item is BC consecutive bags of one table (bag = t * B + b). PE p pools a contiguous
+    range of items holding 1/P of the total cost (two-level count over the offsets, _cuts).
+    Per item: its offsets (one DMA), its indices (one index-driven DMA, a run per bag, lanes
+    up to the longest bag LA + LB), the row offsets, its rows (one index-driven DMA), the
+    pooling and the store. Each step needs the previous one's data and the DMA engine runs its
+    transfers in order, so the steps of different items overlap, written out in the loop:
+    iteration j gathers item j's rows, loads the offsets of j + 3 and the indices of j + 2,
+    computes the row offsets of j + 1, scales and stores j - 1 (so no vector work that waits
+    for a pooling sits before the next item's address work) and pools j. 16-bit rows pool on
+    the DPE; a bag's lanes are padded to a power of two there, so lanes past LA go in a second
+    tile of LB (40 lanes as 32 + 8, not 64). No scalar in the loop comes from a load: the
+    control core never waits for data."""
     pe = mtia.pe_id()
     n_pe = mtia.num_pes()
-    nb = B * T
-    total = tl.load(offsets_ptr + nb) + BAG_COST * nb
-    first = _first_bag(offsets_ptr, nb, (total * pe + n_pe - 1) // n_pe, BAG_COST)
-    end_bag = _first_bag(offsets_ptr, nb, (total * (pe + 1) + n_pe - 1) // n_pe, BAG_COST)
-    last = tl.minimum(tl.maximum(end_bag - 1, first), nb - 1)
-    tables = tl.arange(0, BLOCK_T)
-    row_offsets = tl.load(table_offsets_ptr + tables, mask=tables < T, other=0)
-    offs_l = tl.arange(0, BLOCK_L)
+    NCH = tl.cdiv(B, BC)
+    n_items = T * NCH
+    j0, j1 = _cuts(offsets_ptr, pe, n_pe, n_items, B, NCH, BAG_COST, BC, EVEN_B, S, K)
+    # the table row offsets stay in local memory; an item's is picked by the MLU
+    tables = tl.load(table_offsets_ptr + tl.arange(0, BLOCK_T), mask=tl.arange(0, BLOCK_T) < T, other=0)
+    bags = tl.arange(0, BC)
+    lanes_a = tl.arange(0, LA)
+    lanes_b = LA + tl.arange(0, LB)
     offs_d = tl.arange(0, BLOCK_D)
     dmask = offs_d < D
-    # prologue: the offsets of bags k, k + 1, k + 2; the indices of k, k + 1; the rows of k
-    k0 = tl.minimum(first, nb - 1)
-    s0 = tl.load(offsets_ptr + k0)
-    e0 = tl.load(offsets_ptr + k0 + 1)
-    e1 = tl.load(offsets_ptr + tl.minimum(first + 1, last) + 1)
-    e2 = tl.load(offsets_ptr + tl.minimum(first + 2, last) + 1)
-    s1 = e0
-    s2 = e1
-    r0 = tl.sum(tl.where(tables == k0 // B, row_offsets, 0))
-    r1 = tl.sum(tl.where(tables == tl.minimum(first + 1, last) // B, row_offsets, 0))
-    r2 = tl.sum(tl.where(tables == tl.minimum(first + 2, last) // B, row_offsets, 0))
-    # a bag's row starts (index * D) and row mask are computed one step before its gather, so
-    # the gather waits for no vector work of the step that issues it
-    m0 = offs_l < e0 - s0
-    m1 = offs_l < e1 - s1
-    row0s = (tl.load(indices_ptr + s0 + offs_l, mask=m0, other=0).to(tl.int64) + r0) * D
-    row1s = (tl.load(indices_ptr + s1 + offs_l, mask=m1, other=0).to(tl.int64) + r1) * D
-    if EVEN_D:
-        rows0 = tl.load(weights_ptr + row0s[:, None] + offs_d[None, :], mask=m0[:, None], other=0.0)
+    if DOT:
+        # block-diagonal 0/1 selectors: row b of [BM, BC * L] picks bag b's lanes (the DPE
+        # needs BM >= 16 rows; rows past BC stay zero)
+        brow = tl.arange(0, BM)
+        sel_a = ((tl.arange(0, BC * LA) // LA)[None, :] == brow[:, None]).to(weights_ptr.dtype.element_ty)
+        sel_b = ((tl.arange(0, BC * LB) // LB)[None, :] == brow[:, None]).to(weights_ptr.dtype.element_ty)
     else:
-        rows0 = tl.load(weights_ptr + row0s[:, None] + offs_d[None, :], mask=m0[:, None] & dmask[None, :],
-                        other=0.0)
-    for bag in range(first, end_bag):
-        k3 = tl.minimum(bag + 3, last)
-        e3 = tl.load(offsets_ptr + k3 + 1)
-        r3 = tl.sum(tl.where(tables == k3 // B, row_offsets, 0))
-        m2 = offs_l < e2 - s2
-        row2s = (tl.load(indices_ptr + s2 + offs_l, mask=m2, other=0).to(tl.int64) + r2) * D
-        if EVEN_D:
-            rows1 = tl.load(weights_ptr + row1s[:, None] + offs_d[None, :], mask=m1[:, None], other=0.0)
+        brow = bags
+        sel_a = 0
+        sel_b = 0
+    # prologue: the offsets of items j0 .. j0 + 2, the indices of j0 and j0 + 1, the row
+    # offsets of j0
+    t0, lo0, nv0 = _item(j0, j0, j1, n_items, B, NCH, BC)
+    t1, lo1, nv1 = _item(j0 + 1, j0, j1, n_items, B, NCH, BC)
+    t2, lo2, nv2 = _item(j0 + 2, j0, j1, n_items, B, NCH, BC)
+    st0, en0 = _bounds(offsets_ptr, lo0, nv0, bags)
+    st1, en1 = _bounds(offsets_ptr, lo1, nv1, bags)
+    st_nn, en_nn = _bounds(offsets_ptr, lo2, nv2, bags)
+    len_c = en0 - st0
+    idx_a, m_ca = _indices(indices_ptr, st0, len_c, lanes_a)
+    ro = tl.gather(tables, tl.zeros((1,), tl.int32) + t0, 0)
+    rowoff_ca, m_ca = _row_offsets(idx_a, ro, m_ca, D, BC, LA, DOT)
+    len_n = en1 - st1
+    idx_na, m_na = _indices(indices_ptr, st1, len_n, lanes_a)
+    if SPLIT:
+        idx_b, m_cb = _indices(indices_ptr, st0, len_c, lanes_b)
+        rowoff_cb, m_cb = _row_offsets(idx_b, ro, m_cb, D, BC, LB, DOT)
+        idx_nb, m_nb = _indices(indices_ptr, st1, len_n, lanes_b)
+    else:  # (unused)
+        rowoff_cb, m_cb, idx_nb, m_nb = rowoff_ca, m_ca, idx_na, m_na
+    ro_n = tl.gather(tables, tl.zeros((1,), tl.int32) + t1, 0)
+    len_p = tl.zeros_like(len_c)  # a distinct value (Triton carries a value whose identity changes)
+    if DOT and not SPLIT and not MEAN:
+        acc_p = tl.zeros((BM, BLOCK_D), dtype=weights_ptr.dtype.element_ty)
+    else:
+        acc_p = tl.zeros((BM, BLOCK_D), dtype=tl.float32)
+    for j in range(j0, j1):
+        rows_a = _rows(weights_ptr, rowoff_ca, m_ca, offs_d, dmask, DOT, EVEN_D)
+        if SPLIT:
+            rows_b = _rows(weights_ptr, rowoff_cb, m_cb, offs_d, dmask, DOT, EVEN_D)
         else:
-            rows1 = tl.load(weights_ptr + row1s[:, None] + offs_d[None, :], mask=m1[:, None] & dmask[None, :],
-                            other=0.0)
-        acc = tl.sum(rows0.to(tl.float32), axis=0)
-        for i in range(s0 + BLOCK_L, e0, BLOCK_L):
-            lmask = i + offs_l < e0
-            idx = tl.load(indices_ptr + i + offs_l, mask=lmask, other=0).to(tl.int64) + r0
-            rows = tl.load(weights_ptr + idx[:, None] * D + offs_d[None, :],
-                           mask=lmask[:, None] & dmask[None, :], other=0.0)
-            acc += tl.sum(rows.to(tl.float32), axis=0)
-        if MEAN:
-            acc = acc / tl.maximum(e0 - s0, 1).to(tl.float32)
-        t = bag // B
-        tl.store(out_ptr + (bag - t * B) * stride_out + t * D + offs_d, acc.to(out_ptr.dtype.element_ty),
-                 mask=dmask)
-        rows0 = rows1
-        row1s = row2s
-        m1 = m2
-        s0, e0, r0 = s1, e1, r1
-        s1, e1, r1 = s2, e2, r2
-        s2, e2, r2 = e2, e3, r3
+            rows_b = rows_a
+        _, lo3, nv3 = _item(j + 3, j0, j1, n_items, B, NCH, BC)
+        st3, en3 = _bounds(offsets_ptr, lo3, nv3, bags)
+        t2, _, _ = _item(j + 2, j0, j1, n_items, B, NCH, BC)
+        len_nn = en_nn - st_nn
+        idx_nna, m_nna = _indices(indices_ptr, st_nn, len_nn, lanes_a)
+        ro_nn = tl.gather(tables, tl.zeros((1,), tl.int32) + t2, 0)
+        rowoff_na, m_fa = _row_offsets(idx_na, ro_n, m_na, D, BC, LA, DOT)
+        if SPLIT:
+            idx_nnb, m_nnb = _indices(indices_ptr, st_nn, len_nn, lanes_b)
+            rowoff_nb, m_fb = _row_offsets(idx_nb, ro_n, m_nb, D, BC, LB, DOT)
+        else:
+            idx_nnb, m_nnb, rowoff_nb, m_fb = idx_nna, m_nna, rowoff_na, m_fa
+        tp, lop, nvp = _item(j - 1, j0, j1, n_items, B, NCH, BC)
+        _finish(acc_p, len_p, out_ptr, tp, lop, nvp, B, D, stride_out, bags, brow, offs_d, dmask, MEAN, DOT)
+        acc_p = _pool(rows_a, rows_b, sel_a, sel_b, DOT, SPLIT, not MEAN)
+        len_p = len_c
+        len_c = len_n
+        len_n = len_nn
+        rowoff_ca = rowoff_na
+        rowoff_cb = rowoff_nb
+        m_ca = m_fa
+        m_cb = m_fb
+        idx_na = idx_nna
+        idx_nb = idx_nnb
+        m_na = m_nna
+        m_nb = m_nnb
+        ro_n = ro_nn
+        st_nn = st3
+        en_nn = en3
+    tp, lop, nvp = _item(j1 - 1, j0, j1, n_items, B, NCH, BC)
+    _finish(acc_p, len_p, out_ptr, tp, lop, nvp, B, D, stride_out, bags, brow, offs_d, dmask, MEAN, DOT)
 
 
 def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: torch.Tensor,
-                  offsets: torch.Tensor, num_tables: int, mode: str = "sum", BLOCK_L: int = 64) -> torch.Tensor:
+                  offsets: torch.Tensor, num_tables: int, mode: str = "sum") -> torch.Tensor:
     """Table-batched embedding bag -> [B, num_tables * D] (FBGEMM's pooled layout)."""
     weights = weights.contiguous()
     D = weights.shape[1]
-    B = (offsets.numel() - 1) // num_tables
+    nb = offsets.numel() - 1
+    B = nb // num_tables
     out = torch.empty((B, num_tables * D), dtype=weights.dtype, device=weights.device)
-    if B * num_tables == 0:
+    if nb == 0:
         return out
-    embedding_bag_ext_kernel[(min(_num_pes(), B * num_tables),)](
+    # the longest bag (a host-side argument, as TBE's max pooling factor)
+    lmax = max(1, int((offsets[1:] - offsets[:-1]).max()))
+    dot = weights.dtype != torch.float32
+    BLOCK_D = triton.next_power_of_2(D)
+    la = triton.next_power_of_2(lmax)
+    lb = 0
+    if dot and la != lmax:
+        # the DPE's work grows with the padded lanes: 40 lanes as 32 + 8 rather than 64
+        la //= 2
+        lb = triton.next_power_of_2(lmax - la)
+        if la + lb == 2 * la:
+            la, lb = 2 * la, 0
+    # bags per item: the rows tiles within a sixth (FP32: three in flight) or a third (16-bit,
+    # two) of local memory, at most 8 (the DPE pads its 16 rows to 32 either way)
+    budget = (64 if not dot else 128) * 1024
+    bc = max(1, min(8, budget // ((la + lb) * BLOCK_D * weights.element_size())))
+    bc = min(1 << (bc.bit_length() - 1), triton.next_power_of_2(B))
+    if dot:
+        bc = max(bc, 16 // min(la, lb or la))  # a selector needs >= 16 lanes for the DPE
+    n_items = num_tables * triton.cdiv(B, bc)
+    S = triton.next_power_of_2(max(8, int((n_items + 1) ** 0.5)))
+    K = triton.next_power_of_2(triton.cdiv(n_items + 1, S))
+    embedding_bag_ext_kernel[(min(_num_pes(), n_items),)](
         weights, table_offsets, indices, offsets, out, B, num_tables, D, out.stride(0), MEAN=(mode == "mean"),
-        BAG_COST=2, BLOCK_T=triton.next_power_of_2(num_tables), BLOCK_L=BLOCK_L, BLOCK_D=triton.next_power_of_2(D),
-        EVEN_D=triton.next_power_of_2(D) == D)
+        DOT=dot, SPLIT=lb > 0, BAG_COST=2, S=S, K=K, BC=bc, BM=max(16, bc) if dot else bc, LA=la, LB=max(lb, 1),
+        BLOCK_D=BLOCK_D, BLOCK_T=triton.next_power_of_2(num_tables), EVEN_D=BLOCK_D == D, EVEN_B=B % bc == 0,
+        num_stages=2 if dot else 3)
+    return out
+
+
+@triton.jit
+def dot_interaction_ext_kernel(x_ptr, out_ptr, B, F, D, stride_xb, stride_xf, stride_ob, S: tl.constexpr,
+                               BF: tl.constexpr, BD: tl.constexpr, BP: tl.constexpr):
+    """DLRM dot interaction of S samples per block, launched `persistent=True`. Z = x x^T is one
+    batched [S, BF, BF] GEMM; its lower triangle is packed in local memory by one gather
+    (tl.gather with the pair table pair p -> (i_p, j_p), i_p > j_p, built once per PE), so each
+    sample's pairs leave as one contiguous run (the plain kernel scatters them one element at a
+    time: a DMA run, and its per-run cost, per pair)."""
+    s = tl.program_id(0) * S + tl.arange(0, S)
+    f = tl.arange(0, BF)
+    d = tl.arange(0, BD)
+    p = tl.arange(0, BP)
+    smask = s < B
+    # the pair table: pair p is (i_p, j_p) with i_p = floor((1 + sqrt(1 + 8 p)) / 2) (exact: a
+    # perfect square's root is exact, and no other value comes near an integer), j_p = p - i_p (i_p - 1) / 2
+    i_p = ((tl.sqrt((8 * p + 1).to(tl.float32)) + 1.0) * 0.5).to(tl.int32)
+    pidx = tl.minimum(i_p * BF + p - i_p * (i_p - 1) // 2, BF * BF - 1)  # (lanes past the pairs: any entry)
+    x = tl.load(x_ptr + s[:, None, None] * stride_xb + f[None, :, None] * stride_xf + d[None, None, :],
+                mask=smask[:, None, None] & (f[None, :, None] < F) & (d[None, None, :] < D), other=0.0)
+    dense = tl.load(x_ptr + s[:, None] * stride_xb + d[None, :], mask=smask[:, None] & (d[None, :] < D))
+    z = tl.dot(x, tl.trans(x, (0, 2, 1)), input_precision="ieee")
+    pairs = tl.gather(tl.reshape(z, (S, BF * BF)), tl.broadcast_to(pidx[None, :], (S, BP)), 1)
+    tl.store(out_ptr + s[:, None] * stride_ob + d[None, :], dense, mask=smask[:, None] & (d[None, :] < D))
+    tl.store(out_ptr + s[:, None] * stride_ob + D + p[None, :], pairs.to(out_ptr.dtype.element_ty),
+             mask=smask[:, None] & (p[None, :] < F * (F - 1) // 2))
+
+
+def dot_interaction(x: torch.Tensor) -> torch.Tensor:
+    """x: [B, F, D] -> [B, D + F*(F-1)/2]."""
+    x = x.contiguous()
+    B, F, D = x.shape
+    out = torch.empty((B, D + F * (F - 1) // 2), dtype=x.dtype, device=x.device)
+    BF, BD = max(16, triton.next_power_of_2(F)), max(16, triton.next_power_of_2(D))
+    # samples per block: a 16 KB x tile at most, and enough blocks per PE to overlap one block's
+    # loads with another's work: 8 for FP32 (its GEMM runs as vector FMA passes, thousands of
+    # cycles a sample), 2 for 16-bit (the DPE's GEMM is short: per-block costs dominate)
+    per_pe = 8 if x.dtype == torch.float32 else 2
+    S = max(1, min(16384 // (BF * BD * x.element_size()), B // (per_pe * _num_pes())))
+    S = 1 << (S.bit_length() - 1)
+    dot_interaction_ext_kernel[(triton.cdiv(B, S),)](
+        x, out, B, F, D, x.stride(0), x.stride(1), out.stride(0), S=S, BF=BF, BD=BD,
+        BP=triton.next_power_of_2(max(1, F * (F - 1) // 2)), persistent=True)
     return out

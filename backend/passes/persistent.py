@@ -153,7 +153,8 @@ def _prefetch(parent: Region, loop: Op, written: set[str] | None) -> bool:
     bytes). Without it, the command processor reaches the next id's loads only after issuing
     this id's compute, which waits for this id's data: the DMA engine idles for a latency and
     the first compute step of every id."""
-    from backend.passes.rotate import _clone  # the rotation's cloning rules (descriptors renamed)
+    from backend.passes.rotate import _clone, _rename  # the rotation's cloning rules (descriptors renamed)
+    from backend.passes.structure import _fmt
     if written is None:
         return False
     body = loop.regions[0]
@@ -209,9 +210,13 @@ def _prefetch(parent: Region, loop: Op, written: set[str] | None) -> bool:
     more = Op("arith.cmpi", [nxt_iv.result, ub], [Value(i1)], {"pred": "slt"}, [], loc)
     nxt, nexts = guarded(more.result, nxt_iv.result, cur)
     rest = [o for o in body.ops if o not in loads]
+    names = {a.name: b.name for a, b in swap.items()}
     for op in rest:
         for o in [op] + [x for r in op.regions for x in walk(r)]:
             o.operands[:] = [swap.get(v, v) for v in o.operands]
+            if "_desc" in o.attrs:  # a descriptor names its operands (a store of a loaded tile)
+                o.attrs["_desc"] = _rename(o.attrs["_desc"], names)
+                o.attrs["desc"] = _fmt(o.attrs["_desc"])
     body.ops = [nxt_iv, more, nxt] + rest
     y = body.ops[-1]
     assert y.name == "scf.yield", y.name

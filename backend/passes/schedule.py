@@ -109,6 +109,50 @@ def _order(region: Region, costs: _Costs) -> int:
         return 0
     index = {id(o): i for i, o in enumerate(body)}
     producer = {v: o for o in body for v in o.results}
+    start, _ = _estimate(body, producer, costs, {})
+    # a GEMM's or a reduction's result of this iteration's loaded data, carried to the next
+    # iteration, is not ready there before that iteration's loads are issued: work on it (a
+    # pooled block scaled and stored one iteration later) is ordered after the loads. Ahead of
+    # them it would wait for the long operation on its in-order engine, and with that
+    # engine's queue full the command processor would stop issuing the loads behind it
+    y = tail[-1] if tail and tail[-1].name == "scf.yield" else None
+    carried = {}
+    if y is not None and len(region.args) == len(y.operands) + 1:
+        last_load = max((start[id(o)] for o in body if o.name in _LOADS and not o.regions), default=0.0)
+        for arg, v in zip(region.args[1:], y.operands):
+            p = producer.get(v)
+            while p is not None and p.name in _VIEWS and p.operands:
+                p = producer.get(p.operands[0])
+            if p is not None and p.name in ("tt.dot", "tt.reduce", "tt.scan") and last_load > 0 \
+                    and _after_load(p, producer):
+                carried[arg] = last_load + 1.0  # (issued: one cycle)
+    if carried:
+        start, _ = _estimate(body, producer, costs, carried)
+    new = sorted(body, key=lambda o: (start[id(o)], index[id(o)]))
+    if new == body:
+        return 0
+    region.ops = new + tail
+    return 1
+
+
+def _after_load(op: Op, producer: dict) -> bool:
+    """Whether `op` reads (through the body's ops) data loaded in this iteration."""
+    seen: set = set()
+    stack = [op]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if o is not op and o.name in _LOADS:
+            return True
+        stack.extend(producer[v] for v in reads(o) if v in producer)
+    return False
+
+
+def _estimate(body: list[Op], producer: dict, costs: _Costs, ready: dict) -> tuple[dict, dict]:
+    """Earliest start and finish of each op on an idle machine (`ready`: when values defined
+    outside the body are available; others at 0)."""
     finish: dict[int, float] = {}
     start: dict[int, float] = {}
     last_effect = None
@@ -125,16 +169,14 @@ def _order(region: Region, costs: _Costs) -> int:
             if last_effect is not None:
                 deps.append(last_effect)
             loads_since.append(o)
-        s = max((finish[id(d)] for d in deps), default=0.0)
+        s = max([finish[id(d)] for d in deps] + [ready[v] for v in reads(o) if v in ready], default=0.0)
         if is_load and not o.regions:
             # one DMA engine: loads run one after another, in source order
             s = max(s, dma_free)
             dma_free = s + costs.of(o)
         start[id(o)] = s
-        finish[id(o)] = s + costs.of(o)
-    new = sorted(body, key=lambda o: (start[id(o)], index[id(o)]))
-    if new == body:
-        return 0
-    region.ops = new + tail
-    return 1
-
+        # a stride view of a value from outside the body (a carried or loop-invariant tile)
+        # moves nothing: what reads it (a load's row offsets) can be issued first
+        view_in = o.name in ("tt.expand_dims", "tt.broadcast") and not any(v in producer for v in o.operands)
+        finish[id(o)] = s + (0.0 if view_in else costs.of(o))
+    return start, finish

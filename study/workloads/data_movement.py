@@ -5,6 +5,7 @@ from __future__ import annotations
 from baselines import torch_ref
 from baselines.expert import data_movement as E
 from kernels import data_movement as K
+from kernels import data_movement_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randint, randn
 
@@ -32,6 +33,10 @@ def _(x):
     return K.transpose(x)
 
 
+@transpose.impl("triton_ext", source=K.transpose_kernel)
+def _(x):
+    return KX.transpose(x)
+
 transpose.impl("expert", source=E.transpose_program)(E.transpose)
 
 
@@ -57,6 +62,10 @@ index_select.impl("torch")(torch_ref.index_select)
 def _(x, index):
     return K.index_select(x, index)
 
+
+@index_select.impl("triton_ext", source=KX.index_select_ext_kernel)
+def _(x, index):
+    return KX.index_select(x, index)
 
 index_select.impl("expert", source=E.index_select_program)(E.index_select)
 
@@ -86,5 +95,9 @@ def _(tensors):
 def _(tensors):
     return K.concat(tensors, dim=1)
 
+
+@concat.impl("triton_ext", source=KX.concat3_ext_kernel)
+def _(tensors):
+    return KX.concat(tensors, dim=1)
 
 concat.impl("expert", source=E.concat_program)(E.concat)

@@ -61,6 +61,10 @@ def _declare_gelu(name: str, approximate: str, flops_per_elem: int, expert: Call
     def _(x):
         return K.gelu(x, approximate)
 
+    @w.impl("triton_ext", source=KX.gelu_ext_kernel)
+    def _(x):
+        return KX.gelu(x, approximate)
+
     w.impl("expert", source=E.act_program)(expert)
 
 
@@ -89,6 +93,10 @@ def _(x):
     return K.silu_mul(x)
 
 
+@silu_mul.impl("triton_ext", source=KX.silu_mul_ext_kernel)
+def _(x):
+    return KX.silu_mul(x)
+
 silu_mul.impl("expert", source=E.act_program)(E.silu_mul)
 
 
@@ -116,5 +124,9 @@ def _(x, bias):
 def _(x, bias):
     return K.bias_act(x, bias, "gelu_tanh")
 
+
+@bias_gelu.impl("triton_ext", source=KX.bias_gelu_ext_kernel)
+def _(x, bias):
+    return KX.bias_gelu(x, bias)
 
 bias_gelu.impl("expert", source=E.bias_act_program)(E.bias_gelu)

@@ -91,4 +91,8 @@ def _(x, weight):
     return K.rmsnorm(x, weight)
 
 
+@rmsnorm.impl("triton_ext", source=KX.rmsnorm_ext_kernel)
+def _(x, weight):
+    return KX.rmsnorm(x, weight)
+
 rmsnorm.impl("expert", source=E.norm_program)(E.rmsnorm)

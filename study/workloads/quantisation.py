@@ -7,6 +7,7 @@ from baselines import torch_ref
 from baselines.expert import quantisation as E
 from baselines.expert import quantisation_mx4 as EM
 from kernels import quantisation as K
+from kernels import quantisation_ext as KX
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
 
@@ -34,6 +35,10 @@ def _(x):
     return K.quantize_int8_rowwise(x)
 
 
+@quantize_int8.impl("triton_ext", source=KX.quantize_int8_rowwise_ext_kernel)
+def _(x):
+    return KX.quantize_int8_rowwise(x)
+
 quantize_int8.impl("expert", source=E.quantize_int8_program)(E.quantize_int8_rowwise)
 
 
@@ -56,6 +61,10 @@ dequantize_int8.impl("torch")(torch_ref.dequantize_int8_rowwise)
 def _(q, scale):
     return K.dequantize_int8_rowwise(q, scale)
 
+
+@dequantize_int8.impl("triton_ext", source=K.dequantize_int8_rowwise_kernel)
+def _(q, scale):
+    return KX.dequantize_int8_rowwise(q, scale)
 
 dequantize_int8.impl("expert", source=E.dequantize_int8_program)(E.dequantize_int8_rowwise)
 
@@ -85,6 +94,10 @@ def _(x):
     return K.mx4_quantize(x)
 
 
+@mx4_quantize.impl("triton_ext", source=KX.mx4_quantize_ext_kernel)
+def _(x):
+    return KX.mx4_quantize(x)
+
 mx4_quantize.impl("expert", source=EM.mx4_quantize_program)(EM.mx4_quantize)
 
 
@@ -107,5 +120,9 @@ mx4_dequantize.impl("torch")(torch_ref.mx4_dequantize)
 def _(packed, exponents):
     return K.mx4_dequantize(packed, exponents)
 
+
+@mx4_dequantize.impl("triton_ext", source=KX.mx4_dequantize_ext_kernel)
+def _(packed, exponents):
+    return KX.mx4_dequantize(packed, exponents)
 
 mx4_dequantize.impl("expert", source=EM.mx4_dequantize_program)(EM.mx4_dequantize)

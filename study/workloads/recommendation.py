@@ -175,4 +175,8 @@ def _(x):
     return K.dot_interaction(x)
 
 
+@dot_interaction.impl("triton_ext", source=KX.dot_interaction_ext_kernel)
+def _(x):
+    return KX.dot_interaction(x)
+
 dot_interaction.impl("expert", source=EJ.dot_interaction_program)(EJ.dot_interaction)

@@ -13,6 +13,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from backend.driver import record_launches
+from backend.language import libdevice as mtia_libdevice
 from backend.language import mtia
 
 
@@ -163,6 +164,22 @@ def test_persistent_launch_runs_one_program_per_pe_and_pays_overheads_once():
     assert recs[0].grid == (3, 1, 1)
 
 
+@triton.jit
+def _copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_persistent_store_of_a_prefetched_tile():
+    """A store of the loaded tile itself (a copy): the prefetch moves the load to the previous
+    iteration and the store's descriptor names the carried tile, not the moved load."""
+    x = torch.randn(1000)
+    out = torch.empty_like(x)
+    k = _copy[(8,)](x, out, 1000, BLOCK=128, persistent=True)
+    assert torch.equal(out, x)
+    assert "prefetch = 1" in k.asm["tile"]
+
+
 @pytest.mark.parametrize("value", ["yes", 2, None.__class__])
 def test_bad_hint_values_are_errors_naming_the_hint(value):
     x = torch.zeros(64)
@@ -217,6 +234,42 @@ def test_readme_pe_grid_example():
     out = torch.empty(1000)
     _row_sums[(64,)](x, out, 1000, N=128)
     torch.testing.assert_close(out, x.sum(1), atol=1e-4, rtol=1e-5)
+
+
+@triton.jit
+def _gather_rows(x_ptr, index_ptr, out_ptr, n, D: tl.constexpr, BM: tl.constexpr):
+    """docs/extensions.md: a PE-grid row gather loading the next tile's indices first."""
+    pe, n_pe = mtia.pe_id(), mtia.num_pes()
+    per = tl.cdiv(tl.cdiv(n, BM), n_pe)
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, D)
+    idx = tl.load(index_ptr + pe * per * BM + rows, mask=pe * per * BM + rows < n, other=0)
+    for t in range(pe * per, tl.minimum((pe + 1) * per, tl.cdiv(n, BM))):
+        r = (t + 1) * BM + rows
+        idx_n = tl.load(index_ptr + r, mask=r < n, other=0)
+        m = (t * BM + rows)[:, None] < n
+        x = tl.load(x_ptr + idx[:, None] * D + cols[None, :], mask=m)
+        tl.store(out_ptr + (t * BM + rows)[:, None] * D + cols[None, :], x, mask=m)
+        idx = idx_n
+
+
+@triton.jit
+def _silu_mul(g_ptr, u_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    g = tl.load(g_ptr + offs)
+    tl.store(o_ptr + offs, g * mtia_libdevice.sigmoid(g) * tl.load(u_ptr + offs))
+
+
+def test_docs_extensions_examples():
+    x, index = torch.randn(500, 128), torch.randint(0, 500, (1000,))
+    out = torch.empty(1000, 128)
+    _gather_rows[(64,)](x, index, out, 1000, D=128, BM=64)
+    assert torch.equal(out, x[index])
+    g, u, o = torch.randn(256), torch.randn(256), torch.empty(256)
+    k = _silu_mul[(1,)](g, u, o, N=256)
+    torch.testing.assert_close(o, torch.nn.functional.silu(g) * u, rtol=1e-5, atol=1e-6)
+    # the MTIA libdevice's sigmoid is one SFU lookup (tl.sigmoid: exp, add, divide)
+    assert "fn=sigmoid" in k.asm["mtiasm"] and "fn=exp" not in k.asm["mtiasm"]
 
 
 def test_mtia_options_switch_the_hint_off(monkeypatch):

@@ -154,3 +154,40 @@ def test_programs_sharing_one_memory_overlap_only_where_memory_allows():
         if overlap:
             assert progs[1][2] < progs[0][3]  # started before the first one finished
     assert cycles[True] <= cycles[False]
+
+
+@triton.jit
+def _pool_one_behind(x_ptr, idx_ptr, out_ptr, n, BR: tl.constexpr, D: tl.constexpr):
+    """out[i] = 2 * sum of the rows x[idx[i * BR : (i + 1) * BR]]: iteration i gathers block i's
+    rows (its indices loaded one iteration earlier), reduces them, and scales and stores block
+    i - 1's sum (the carried result of the previous iteration's reduction)."""
+    rows = tl.arange(0, BR)
+    cols = tl.arange(0, D)
+    idx = tl.load(idx_ptr + rows)
+    acc = tl.zeros((D,), dtype=tl.float32)
+    for i in range(0, n):
+        x = tl.load(x_ptr + idx[:, None] * D + cols[None, :])
+        y = acc * 2.0
+        idx = tl.load(idx_ptr + (i + 1) * BR + rows, mask=(i + 1) * BR + rows < n * BR, other=0)
+        tl.store(out_ptr + (i - 1) * D + cols, y, mask=(cols < D) & (i > 0))
+        acc = tl.sum(x, axis=0)
+    tl.store(out_ptr + (n - 1) * D + cols, acc * 2.0)
+
+
+def test_work_on_a_carried_reduction_is_ordered_after_the_loads():
+    """passes/schedule.py: a reduction of loaded data carried to the next iteration is not ready
+    at its top. Scaling it there, ahead of the loads, would queue the scale behind the reduction
+    on in-order SIMD and stop the command processor from issuing the loads behind it; it is
+    ordered after them. The gather whose row offsets come from the previous iteration (through
+    stride views, which move nothing) stays first."""
+    torch.manual_seed(0)
+    n, BR, D = 5, 16, 32
+    x = torch.randn(40, D)
+    idx = torch.randint(0, 40, (n * BR,))
+    out = torch.empty(n, D)
+    kern = _pool_one_behind[(1,)](x, idx, out, n, BR=BR, D=D)
+    torch.testing.assert_close(out, 2 * x[idx].view(n, BR, D).sum(1), rtol=1e-5, atol=1e-5)
+    body = kern.asm["tile"].split("scf.for", 1)[1].split("scf.yield", 1)[0].splitlines()
+    at = {key: next(i for i, ln in enumerate(body) if key in ln)
+          for key in ("mtia.gather", "mtia.dma_load", "arith.mulf", "tt.reduce")}
+    assert at["mtia.gather"] < at["mtia.dma_load"] < at["arith.mulf"], body
