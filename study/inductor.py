@@ -1,7 +1,9 @@
 """The `inductor` implementation of every workload: its torch reference through torch.compile.
 
 One generic mechanism instead of one impl per workload: `register_inductor(workloads)` gives
-each workload that has a torch reference an `inductor` impl that runs that reference compiled by
+each workload that has a torch reference an `inductor` impl that runs that reference (or the
+workload's model form, `Workload.model`: the same ops at the workload's dtype, without the
+reference's fp32 upcast; baselines/torch_model.py) compiled by
 Inductor with `torch._inductor.config.cpu_backend = "triton"` (Triton kernels for CPU tensors,
 compiled and simulated by this backend through the `cpu` entry point).
 
@@ -58,7 +60,8 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import benchmark, extern, heuristics
+    from backend.inductor_cpu import benchmark, extern, heuristics, options
+    options.activate_current()  # the switches that are Inductor config keys (nd_tiling)
     heuristics.install()
     extern.register_extern("gemm", _expert_gemm)
     extern.register_extern("embedding_bag", _triton_embedding_bag)
@@ -195,7 +198,7 @@ def run_on_chip(name: str, fn: Callable, kwargs: dict) -> Any:
 
 
 def inductor_impl(w: Workload) -> Callable:
-    ref = w.impls["torch"]
+    ref = w.model or w.impls["torch"]  # model code at the workload's dtype where it differs
 
     def impl(**kwargs: Any) -> Any:
         return run_on_chip(w.name, ref, kwargs)

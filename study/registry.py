@@ -63,6 +63,9 @@ class Workload:
     make_inputs: Callable | None = None
     impls: dict[str, Callable] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)  # impl -> object whose lines are counted
+    # the PyTorch code a model contains for this workload, at its dtype (baselines/torch_model.py):
+    # what the `inductor` implementation compiles; None: the reference (fp32 inputs: the same)
+    model: Callable | None = None
 
     def inputs(self, fn: Callable) -> Callable:
         """Decorator: fn(params, dtype, generator) -> dict of named inputs."""

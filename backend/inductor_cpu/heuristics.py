@@ -12,6 +12,11 @@ reduction threshold (rows of up to 1024 elements) is a GPU register budget. On t
 - `split_reductions`: an inner reduction with fewer outputs than PEs is split in two phases so the
   first phase spreads over the 64 PEs, instead of leaving the work to one or a few programs
   (a full sum is otherwise a grid of one).
+- `pointwise_blocks`: Inductor's pointwise candidates hold at most 1024 elements (GPU thread
+  blocks) and are autotuned; on the chip a program's start, descriptors and DMA runs are paid
+  per tile, so a pointwise kernel gets one fixed block shape (`pointwise_blocks()`, through
+  InductorChoices.triton_kernel_kwargs' `fixed_config`): POINTWISE_TILE elements, the
+  innermost dimension whole where it fits, shrunk until every PE has a program.
 
 Each is a switch of backend/inductor_cpu/options.py; off, Inductor's own choice is made.
 """
@@ -48,6 +53,51 @@ def persistent_row_limit() -> int:
     return 1 << (n.bit_length() - 1)
 
 
+def pointwise_tile() -> int:
+    """Elements of a pointwise tile: the largest power of two that LIVE_TILES f32 copies of
+    fit in local memory (8192 on mtia2i: the block of the triton_ext streaming kernels)."""
+    return persistent_row_limit()
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def pointwise_blocks(sizes: dict[str, int], tile: int, pes: int) -> dict[str, int]:
+    """Block per dimension ('x' innermost, then 'y', 'z') of a pointwise kernel over `sizes`:
+    at most `tile` elements; x takes the power of two that pads its extent least (ties: the
+    larger, fewer programs), the outer dimensions take what is left; then blocks halve (outer
+    first) while the grid has fewer programs than `pes` and the tile is over 256 elements."""
+    order = [p for p in ("x", "y", "z") if p in sizes]
+    blocks: dict[str, int] = {}
+    left = tile
+    for p in order:
+        n = max(1, sizes[p])
+        lo = min(_pow2_floor(n), left)
+        hi = min(lo * 2, left) if lo < n else lo
+        blocks[p] = hi if -(-n // hi) * hi <= -(-n // lo) * lo else lo
+        left = max(1, left // blocks[p])
+
+    def programs() -> int:
+        out = 1
+        for p in order:
+            out *= -(-sizes[p] // blocks[p])
+        return out
+
+    def elems() -> int:
+        out = 1
+        for b in blocks.values():
+            out *= b
+        return out
+
+    while programs() < pes and elems() > 256:
+        p = next((q for q in reversed(order) if blocks[q] > 1), None)
+        if p is None:
+            break
+        blocks[p] //= 2
+    return blocks
+
+
 def _on_chip_graph() -> bool:
     """The graph being compiled targets CPU tensors, i.e. this backend (cpu_backend="triton")."""
     from torch._inductor.virtualized import V
@@ -59,6 +109,22 @@ def _on_chip_graph() -> bool:
 
 
 class MTIAChoices(InductorChoices):
+    def triton_kernel_kwargs(self, kernel_cls: Any, features: Any, groups: Any, kernel_kwargs: dict) -> dict:
+        kw = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
+        if not options.enabled("pointwise_blocks") or kw.get("fixed_config") is not None or not _on_chip_graph():
+            return kw
+        tiling = groups[0] if groups and isinstance(groups[0], dict) else kw.get("tiling")
+        if not tiling or features.is_reduction() or any(p.startswith("r") and int(v) != 1 for p, v in tiling.items()
+                                                        if getattr(v, "is_number", True)):
+            return kw
+        try:
+            sizes = {p: int(v) for p, v in tiling.items() if not p.startswith("r")}
+        except TypeError:  # a symbolic extent: Inductor's own candidates
+            return kw
+        from torch._inductor.codegen.triton import FixedTritonConfig
+        blocks = pointwise_blocks(sizes, pointwise_tile(), num_pes())
+        return {**kw, "fixed_config": FixedTritonConfig({f"{p.upper()}BLOCK": b for p, b in blocks.items()})}
+
     @staticmethod
     def should_use_persistent_reduction(features: Any, cooperative_reduction: bool) -> bool:
         from torch._inductor import config

@@ -9,6 +9,12 @@ Each enhancement can be turned off alone, to measure what it buys:
   read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
 - `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
   spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
+- `nd_tiling`: pointwise kernels over a broadcast or a concatenation are tiled in 2-D (Inductor's
+  `triton.prefer_nd_tiling`), so a row broadcast reads one contiguous run per tile row instead
+  of a gather through `index % n` (which the backend's address analysis cannot structure).
+- `pointwise_blocks`: pointwise kernels get one block size chosen for the chip (heuristics.py:
+  tiles as large as local memory allows, whole rows where they fit, at least one program per
+  PE) instead of Inductor's GPU-sized candidates (at most 1024 elements per program, autotuned).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
@@ -25,7 +31,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "extern_gemm": True, "extern_sdpa": True,
+DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "nd_tiling": True,
+                             "pointwise_blocks": True, "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True}
 _ACTIVE: dict[str, bool] = {}
 
@@ -49,7 +56,14 @@ def activate(**overrides: Any) -> dict[str, bool]:
     _ACTIVE.update(DEFAULTS)
     _ACTIVE.update(_parse(os.environ.get("MTIA_INDUCTOR", "")))
     _ACTIVE.update({k: bool(v) for k, v in overrides.items()})
+    _apply_config(_ACTIVE)
     return dict(_ACTIVE)
+
+
+def _apply_config(active: dict[str, bool]) -> None:
+    """Switches that are Inductor config keys are set here (read when a graph is compiled)."""
+    import torch._inductor.config as ic
+    ic.triton.prefer_nd_tiling = active["nd_tiling"]
 
 
 def activate_current() -> dict[str, bool]:

@@ -296,15 +296,35 @@ class Structurer:
             if p is None or p.aff is None:
                 return None
             off = op.operands[1]
-            a = self.aff(off)
+            if off.type.elem not in ("i8", "i16", "i32", "i64"):
+                return None
+            a, rest = self._split_offset(off)
             if a is None:
-                if off.type.elem not in ("i8", "i16", "i32", "i64"):
-                    return None
                 return replace(p, resid=p.resid + ((off, tuple(off.type.shape)),))
+            p = replace(p, resid=p.resid + tuple((v, tuple(v.type.shape)) for v in rest))
             return replace(p, aff=Aff(p.aff.base + a.base, tuple(x + y for x, y in zip(p.aff.strides, a.strides))))
         if op.name in ("tt.expand_dims", "tt.broadcast", "tt.trans", "tt.reshape"):
             return self._layout(op, self.ptr(op.operands[0]), shape)
         return None
+
+    def _split_offset(self, off: Value, depth: int = 0) -> tuple[Aff | None, list[Value]]:
+        """An offset tile as its affine part plus the addends the analysis cannot structure, through
+        a tree of `arith.addi` (Inductor writes `ptr + (x1 + 128*tmp4)`: one offset, a loaded row
+        index plus a column range, which a gather reads as one run per row). (None, [off]) when
+        no addend is affine."""
+        a = self.aff(off)
+        if a is not None:
+            return a, []
+        op = self.defs.get(off)
+        if depth > 8 or op is None or op.name != "arith.addi":
+            return None, [off]
+        a0, r0 = self._split_offset(op.operands[0], depth + 1)
+        a1, r1 = self._split_offset(op.operands[1], depth + 1)
+        if a0 is None and a1 is None:
+            return None, [off]
+        zero = Aff(ZERO, tuple(ZERO for _ in off.type.shape))
+        a0, a1 = a0 or zero, a1 or zero
+        return Aff(a0.base + a1.base, tuple(x + y for x, y in zip(a0.strides, a1.strides))), r0 + r1
 
     # ------------------------------------------------------------------ loop-carried pointers
 

@@ -6,7 +6,7 @@ bytes dominated by one read of the KV cache.
 """
 from __future__ import annotations
 
-from baselines import torch_ref
+from baselines import torch_model, torch_ref
 from baselines.expert import attention as E
 from kernels import attention as K
 from study.registry import Shape, itemsize, workload
@@ -35,6 +35,8 @@ def _declare_prefill(name: str, causal: bool, study: list[Shape]) -> None:
     @w.impl("torch")
     def _(q, k, v):
         return torch_ref.flash_attention(q, k, v, causal=causal)
+
+    w.model = lambda q, k, v: torch_model.flash_attention(q, k, v, causal=causal)
 
     @w.impl("triton", source=K.flash_attn_fwd_kernel)
     def _(q, k, v):
@@ -74,6 +76,7 @@ def _(p, dt, gen):
 
 
 decode_attention.impl("torch")(torch_ref.decode_attention)
+decode_attention.model = torch_model.decode_attention
 
 
 @decode_attention.impl("triton", source=K.decode_attn_split_kernel)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines import torch_ref
+from baselines import torch_model, torch_ref
 from baselines.expert import gemm as E
 from kernels import gemm as K
 from kernels import gemm_ext as KX
@@ -44,6 +44,7 @@ def _ab(p: dict, dt: str, gen) -> dict:
 
 matmul.inputs(_ab)
 matmul.impl("torch")(torch_ref.matmul)
+matmul.model = torch_model.matmul
 
 
 @matmul.impl("triton", source=K.matmul_kernel)
@@ -65,6 +66,7 @@ matmul_autotuned = workload(
     flops=lambda p, dt: 2 * _mnk(p), bytes=lambda p, dt: _gemm_bytes(p, itemsize(dt), itemsize(dt)))
 matmul_autotuned.inputs(_ab)
 matmul_autotuned.impl("torch")(torch_ref.matmul)
+matmul_autotuned.model = torch_model.matmul
 
 
 @matmul_autotuned.impl("triton", source=K.matmul_kernel_tuned)
@@ -84,6 +86,7 @@ def _(p, dt, gen):
 
 
 matmul_bias_gelu.impl("torch")(torch_ref.matmul_bias_gelu)
+matmul_bias_gelu.model = torch_model.matmul_bias_gelu
 
 
 @matmul_bias_gelu.impl("triton", source=K.matmul_kernel)
@@ -138,6 +141,7 @@ def _(p, dt, gen):
 
 
 bmm.impl("torch")(torch_ref.bmm)
+bmm.model = torch_model.bmm
 
 
 @bmm.impl("triton", source=K.bmm_kernel)

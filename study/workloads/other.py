@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines import torch_ref
+from baselines import torch_model, torch_ref
 from baselines.expert import other as E
 from kernels import other as K
 from study.registry import TORCH_DTYPES, Shape, itemsize, workload
@@ -24,6 +24,7 @@ def _(p, dt, gen):
 
 
 jagged_offsets.impl("torch")(torch_ref.jagged_offsets)
+jagged_offsets.model = torch_model.jagged_offsets
 
 
 @jagged_offsets.impl("triton", source=K.jagged_offsets_kernel)

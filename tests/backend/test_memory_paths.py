@@ -147,6 +147,26 @@ def test_embedding_rows_gather_contiguous_runs():
     assert re.search(r"mtia\.gather .*run = 16", k.asm["tile"])
 
 
+@triton.jit
+def _rows_one_offset(table_ptr, idx_ptr, out_ptr, D: tl.constexpr, ROWS: tl.constexpr):
+    # Inductor's form: one parenthesised offset, a loaded row index plus a column range
+    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
+    c = tl.arange(0, D)[None, :]
+    row = tl.load(idx_ptr + r)
+    tl.store(out_ptr + (c + D * r), tl.load(table_ptr + (c + D * row)))
+
+
+def test_row_index_plus_range_in_one_offset_gathers_whole_rows():
+    table = torch.randn(50, 16)
+    idx = torch.tensor([3, 7, 7, 0, 49, 12, 1, 2], dtype=torch.int32)
+    out = torch.empty(8, 16)
+    k = _rows_one_offset[(2,)](table, idx, out, D=16, ROWS=4)
+    torch.testing.assert_close(out, table[idx.long()])
+    assert _paths(k) == ["dma", "gather", "dma"]
+    # the column range is the affine part of the descriptor: one 16-element run per row
+    assert re.search(r"mtia\.gather .*run = 16", k.asm["tile"])
+
+
 def test_pointer_select_takes_scalar_path():
     a = torch.arange(16, dtype=torch.float32)
     b = -torch.arange(16, dtype=torch.float32)

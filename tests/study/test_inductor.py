@@ -138,3 +138,42 @@ def test_extern_ops_are_registered_by_the_study() -> None:
     with pytest.raises(ValueError, match="unknown extern op"):
         extern.register_extern("conv", lambda *a: None)
     assert extern.registered("gemm") and extern.registered("embedding_bag")
+
+
+def test_pointwise_blocks_fill_a_tile_and_every_pe() -> None:
+    from backend.inductor_cpu.heuristics import pointwise_blocks
+    # a 4096-wide row is whole in a tile of 8192; two rows per program
+    assert pointwise_blocks({"x": 4096, "y": 4096}, 8192, 64) == {"x": 4096, "y": 2}
+    # 1128 columns: 2048 pads no more than 1024 (2048 either way), so the larger block
+    assert pointwise_blocks({"x": 1128, "y": 4096}, 8192, 64) == {"x": 2048, "y": 4}
+    # too few elements for 64 programs of a full tile: blocks halve, outer dimension first
+    b = pointwise_blocks({"x": 512, "y": 64}, 8192, 64)
+    assert b["x"] * b["y"] >= 256 and -(-512 // b["x"]) * -(-64 // b["y"]) >= 64
+    assert pointwise_blocks({"x": 1 << 24}, 8192, 64) == {"x": 8192}
+
+
+def test_bias_broadcast_is_tiled_and_sized_for_the_chip() -> None:
+    from study.compile_mtia import compile_for_mtia
+    x, bias = torch.randn(256, 1024), torch.randn(1024)
+    fn = lambda a, b: torch.nn.functional.gelu(a + b)  # noqa: E731
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(fn, x, bias, nd_tiling=on, pointwise_blocks=on)
+        torch.testing.assert_close(c(x, bias), fn(x, bias), rtol=1e-5, atol=1e-5)
+    (off,), (on,) = reps[False].kernels, reps[True].kernels
+    # off: Inductor's 1-D kernel reads the bias through `index % 1024` (a gather); on: a 2-D tile
+    # whose bias row is one run, in 8192-element programs, at least one per PE
+    assert on.grid[0] * on.grid[1] >= 32 and on.time_us < off.time_us / 2
+    assert on.engine_busy["DMA_IN"] < off.engine_busy["DMA_IN"] / 2
+
+
+def test_inductor_compiles_the_model_form_at_the_workload_dtype() -> None:
+    from study.measure import measure, reference
+    from study.registry import load_all
+    w = load_all()["matmul"]
+    assert w.model is not None and w.model is not w.impls["torch"]
+    shape = next(s for s in w.shapes if "test" in s.tags)
+    inputs, ref = reference(w, shape, "bf16")
+    (row,) = measure(w, "inductor", shape, "bf16", "mtia2i", inputs, ref, {})
+    assert row["correct"], row["notes"]

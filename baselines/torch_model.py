@@ -1,0 +1,41 @@
+"""What a PyTorch model contains for a workload, at the workload's dtype: what Inductor compiles.
+
+The references of torch_ref.py are the numerical oracle: they upcast to fp32 and return fp32, so
+that every implementation is compared with the most exact answer. Compiled as they are, they
+would ask Inductor for an fp32 GEMM or attention where a model runs bf16 (an fp32 GEMM runs at
+the chip's vector rate, not the DPE's), which no hand-written kernel of the study computes. A
+workload whose reference differs from model code that way declares its model form here
+(`Workload.model`, study/registry.py); the `inductor` implementation compiles it and its output
+is checked against the reference at the dtype's tolerance, like the Triton kernels'. Workloads
+without a model form compile their reference (their fp32 inputs make the two the same).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a @ b
+
+
+def matmul_bias_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return F.gelu(a @ b + bias, approximate="tanh")
+
+
+def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.bmm(a, b)
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q[:, :, None, :], k, v)[:, :, 0, :]
+
+
+def jagged_offsets(lengths: torch.Tensor) -> torch.Tensor:
+    """The reference's exclusive cumsum written without an in-place slice store (which Inductor
+    leaves to aten as a host `zero_` of the output)."""
+    return torch.cat([lengths.new_zeros(1), torch.cumsum(lengths, dim=0).to(lengths.dtype)])
