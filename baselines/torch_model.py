@@ -39,3 +39,18 @@ def jagged_offsets(lengths: torch.Tensor) -> torch.Tensor:
     """The reference's exclusive cumsum written without an in-place slice store (which Inductor
     leaves to aten as a host `zero_` of the output)."""
     return torch.cat([lengths.new_zeros(1), torch.cumsum(lengths, dim=0).to(lengths.dtype)])
+
+
+def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: torch.Tensor,
+                  offsets: torch.Tensor, num_tables: int, mode: str = "sum") -> torch.Tensor:
+    """The tables as one stacked table (a fused embedding-bag module): each index is moved to its
+    table's rows, all bags pooled by one embedding_bag, the output laid out [batch, tables * dim].
+    The reference's per-table loop slices by values read from `offsets`, which Inductor leaves
+    to aten on the host."""
+    B = (offsets.numel() - 1) // num_tables
+    starts = offsets[:-1].view(num_tables, B)[:, 0].contiguous()
+    pos = torch.arange(indices.numel(), dtype=starts.dtype)
+    table = torch.bucketize(pos, starts, right=True) - 1
+    idx = indices.long() + table_offsets.long()[table]
+    pooled = F.embedding_bag(idx, weights, offsets.long(), mode=mode, include_last_offset=True)
+    return pooled.view(num_tables, B, -1).transpose(0, 1).reshape(B, -1)

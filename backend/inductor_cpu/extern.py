@@ -14,7 +14,7 @@ backend's flash-attention Triton kernel, attention.py) and embedding bags (sum /
 This module is a registration point: the backend does not import kernels/ or baselines/, so
 the programs behind `gemm` and `embedding_bag` are registered by the backend's user with
 `register_extern` (study/inductor.py registers the expert GEMM of baselines/expert/gemm.py and
-the Triton embedding-bag kernel of kernels/recommendation.py). An op with no registered
+the Triton embedding-bag kernel of kernels/recommendation_ext.py). An op with no registered
 implementation is left to Inductor (a host fallback), as with its switch off.
 
 Switches: `extern_gemm`, `extern_sdpa`, `extern_embedding_bag` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on

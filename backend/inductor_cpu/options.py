@@ -21,7 +21,7 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
   additive mask (attention.py).
 - `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
-  embedding-bag kernel of kernels/recommendation.py (registered by the study, as the GEMM).
+  embedding-bag kernel of kernels/recommendation_ext.py (registered by the study, as the GEMM).
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines import torch_ref
+from baselines import torch_model, torch_ref
 from baselines.expert import recommendation as E
 from baselines.expert import recommendation_jagged as EJ
 from kernels import recommendation as K
@@ -54,6 +54,9 @@ def _declare_embedding_bag(name: str, mode: str) -> None:
     @w.impl("torch")
     def _(weights, table_offsets, indices, offsets, num_tables):
         return torch_ref.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
+
+    w.model = lambda weights, table_offsets, indices, offsets, num_tables: torch_model.embedding_bag(
+        weights, table_offsets, indices, offsets, num_tables, mode)
 
     @w.impl("triton", source=K.embedding_bag_kernel)
     def _(weights, table_offsets, indices, offsets, num_tables):
