@@ -79,8 +79,10 @@ def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: 
                           mean: bool) -> torch.Tensor:
     """mtia_sim.embedding_bag: one table at row 0 of the table-batched Triton kernel of
     kernels/recommendation_ext.py (the study's fastest Triton embedding bag: balanced over the
-    PEs, software-pipelined)."""
-    from kernels.recommendation_ext import embedding_bag
+    PEs, software-pipelined); bf16 tables, which it does not take (its 16-bit DPE pooling
+    rounds the sum on the DPE, fp16 only), use the plain kernel of kernels/recommendation.py."""
+    from kernels import recommendation, recommendation_ext
+    embedding_bag = recommendation.embedding_bag if weight.dtype == torch.bfloat16 else recommendation_ext.embedding_bag
     table_offsets = torch.zeros(1, dtype=offsets.dtype)
     return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
 
