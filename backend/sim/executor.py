@@ -6,6 +6,8 @@ timing model prices. Control flow (for / if / while) is run here, by the command
 `execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
 produce the same cost inputs without computing tile data (for simulator speed on big shapes),
 except where that data reaches an address, a mask, a bound or a branch (values_needed).
+In timing mode the programs of a grid run in lockstep where they can (lockstep.py): once for
+all the programs that execute the same instructions with the same cost inputs.
 The hot instructions of both modes run through per-instruction fast paths (fastpath.py), which
 give the same values, cost inputs and errors as the generic code they stand in for; a program's
 instructions are taken as fixed once it has run.
@@ -19,6 +21,7 @@ import torch
 
 from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
                              registers_in)
+from backend.sim import lockstep
 from backend.sim.fastpath import specialise, without_gc
 from backend.sim.memory import GlobalMemory
 
@@ -32,6 +35,10 @@ class ProgramTrace:
     # region index -> (tensor argument name, bytes): lets the timing model tell first reads of a
     # tensor (off-chip) from re-reads (on-chip SRAM). Shared by all traces of one launch.
     regions: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # timing mode's lockstep (lockstep.py): programs of one Group share `events` (same
+    # instructions and cost inputs); their byte addresses differ, per lane in group.addrs
+    group: Any = None
+    lane: int = 0
 
 
 # ----------------------------------------------------------------------------- timing-only mode
@@ -271,6 +278,7 @@ def _prepare(block: Block, mode: str = "functional", needed: frozenset = frozens
                 run = specialise(ins, how, run) or run
             ins._run = run
             ins._mode = mode
+            ins._how = how if run is not None else mode  # "functional": computes its result
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))
         for b in ins.bodies:
             _prepare(b, mode, needed)
@@ -389,5 +397,11 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
         run_block(st, program.body, [])
         return ProgramTrace(pid, st.events or [], regions)
 
+    if mode == "timing" and record and lockstep.enabled():
+        # programs that differ only in what their program id reaches run together, once
+        traces = lockstep.run_grouped(program, grid, memory, base, run_one,
+                                      lambda pid, g, lane: ProgramTrace(pid, g.events, regions, g, lane))
+        if traces is not None:
+            return traces
     gx, gy, gz = grid
     return [run_one((x, y, z)) for z in range(gz) for y in range(gy) for x in range(gx)]

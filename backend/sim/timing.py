@@ -74,6 +74,12 @@ Chip level:
     read, since which rows repeat depends on the indices (embedding tables are mostly larger
     than the LLC anyway).
 
+Programs that ran in lockstep (executor.ProgramTrace.group: the same events and cost inputs)
+are scheduled once per PE state: a PE that starts one at the same time, after the same programs,
+as a PE that already did, takes that schedule (the same arithmetic on the same inputs, so the
+same bits; its engine busy terms are added again in order). Only the first reads of each tensor
+need each lane's addresses, which the group keeps.
+
 Deterministic by construction: integer-free float arithmetic in program order, no wall clock,
 no dependence on hash order. Per-instruction spans are only collected with `trace=True`.
 """
@@ -84,6 +90,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+import numpy as np
 
 from backend.sim.fastpath import without_gc
 from backend.sim.isa import ITEMSIZE, registers_in
@@ -313,7 +321,17 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
     tiles: dict[int, dict] = {}
     stored: set = set()
     unknown = False  # a store whose target is not known
+    # lockstep groups (executor.ProgramTrace.group): one pass per group, per-lane addresses
+    gtiles: dict[int, dict] = {}   # region -> (bytes, runs) -> address arrays
+    gindexed: dict[int, int] = {}  # region -> bytes of gathers (each its own tile)
+    groups_seen: set = set()
     for t in traces:
+        g = getattr(t, "group", None)
+        if g is not None:
+            if id(g) not in groups_seen:
+                groups_seen.add(id(g))
+                unknown |= _group_reads(g, read, gtiles, gindexed, stored)
+            continue
         for ins, c in t.events:
             if ins._tk < K_DMA_IN:
                 continue  # no memory traffic: scalar, control and tile compute instructions
@@ -339,7 +357,8 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
             break
     unique: dict[int, int] = {}
     for reg, total in read.items():
-        u = sum(tiles[reg].values())
+        u = sum(tiles[reg].values()) if reg not in gtiles and reg not in gindexed else \
+            _group_unique(tiles.get(reg, {}), gtiles.get(reg, {}), gindexed.get(reg, 0))
         if reg in regions:
             u = min(u, regions[reg][1]) if u else regions[reg][1]
         unique[reg] = min(u, total)
@@ -362,6 +381,56 @@ def _read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) 
             frac[reg] = 1.0 - (1.0 - f0) * hit
     return frac, {"footprint_bytes": footprint, "llc_hit_rate_on_reuse": hit}, \
         (None if unknown else frozenset(stored))
+
+
+def _group_reads(g: Any, read: dict, gtiles: dict, gindexed: dict, stored: set) -> bool:
+    """_read_fractions's bookkeeping for the lanes of one lockstep group at once (the same
+    events, each lane with its own addresses where g.addrs has them); True when a store of
+    unknown target is among them."""
+    n = g.n
+    unknown = False
+    addrs = g.addrs
+    for idx, (ins, c) in enumerate(g.events):
+        if ins._tk < K_DMA_IN:
+            continue
+        if ins.op in ("scalar.store", "dma_out.atomic"):
+            unknown = True
+        if ins._te == _DMA_OUT and c:
+            stored.add(c.get("region"))
+        if ins._tk == K_DMA_IN and c:
+            reg = c.get("region")
+            if reg is None:
+                continue
+            b = c["bytes"]
+            read[reg] = read.get(reg, 0) + b * n
+            if c.get("indexed"):
+                gindexed[reg] = gindexed.get(reg, 0) + b * n
+                continue
+            a = addrs.get(idx)
+            if a is None:  # the same address in every lane
+                a = np.array([c.get("addr")], dtype=object if c.get("addr") is None else np.int64)
+            gtiles.setdefault(reg, {}).setdefault((b, c["runs"]), []).append(a)
+    return unknown
+
+
+def _group_unique(tiles: dict, gt: dict, indexed: int) -> int:
+    """Bytes of a region's distinct tiles (key: address, bytes, runs) over the programs run
+    alone (`tiles`, as _read_fractions keeps them) and lockstep groups (`gt`), plus gathers."""
+    u = indexed
+    extra: dict[tuple, list] = {}
+    for key, b in tiles.items():
+        if len(key) == 3 and (key[1], key[2]) in gt:
+            extra.setdefault((key[1], key[2]), []).append(key[0])
+        else:
+            u += b
+    for (b, runs), arrs in gt.items():
+        parts = [x for x in arrs if x.dtype != object]
+        more = extra.get((b, runs), [])
+        nones = any(x.dtype == object for x in arrs) or None in more
+        if more:
+            parts.append(np.array([x for x in more if x is not None], dtype=np.int64))
+        u += b * (len(np.unique(np.concatenate(parts))) if parts else 0) + (b if nones else 0)
+    return u
 
 
 # ----------------------------------------------------------------------------- pricing
@@ -417,11 +486,40 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     starts = [0.0] * m.n_pe
     dynamic = m.dispatch == "dynamic"
     heap = [(0.0, pe) for pe in range(m.n_pe)]  # (earliest start of a next program, PE)
+    # programs of one lockstep group (executor.ProgramTrace.group) have the same events and cost
+    # inputs; on PEs in the same state (the same start, the same programs before it: `history`)
+    # they schedule the same, so the first one's schedule stands for the rest (bit for bit: the
+    # same arithmetic on the same inputs, the engine busy sums replayed in the same order)
+    memo: dict | None = {} if spans is None and any(getattr(t, "group", None) is not None for t in traces) \
+        else None
+    history = [0] * m.n_pe  # per PE: an id of the programs it ran (0: none); equal ids, equal states
+    states: dict = {}
     for i, t in enumerate(traces):
         pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
         start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles,
                             issued if gate_issue else None)
+        key = None
+        if memo is not None:
+            group = getattr(t, "group", None)
+            key = (history[pe], group, start, pe_programs[pe] > 0) if group is not None else None
+            hit = memo.get(key) if key is not None else None
+            history[pe] = states.setdefault(key, len(states) + 1) if key is not None else -1 - i
+            if hit is not None:
+                end, issue_end, local, seqs, slots_of[pe], memory[pe] = hit
+                _replay(busy, acc, seqs, local)
+                pe_time[pe] = max(pe_time[pe], end)
+                ends[pe].append(end)
+                starts[pe] = start
+                issued[pe] = issue_end
+                pe_programs[pe] += 1
+                if dynamic:
+                    heapq.heappush(heap, (_next_start(pe, pe_programs, pe_time, starts, ends, depth,
+                                                      slots is not None, m.replace_cycles,
+                                                      issued if gate_issue else None), pe))
+                continue
+            if slots is not None:  # never change a list a memo entry holds
+                slots = slots_of[pe] = [list(x) for x in slots]
         prior = mem_out = None
         if shared:
             mem_out = ({}, {})
@@ -438,8 +536,17 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                             v = w
                     free_at[r] = v
                 prior = (free_at, last_w)
-        end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans, pe,
-                                   slots, pe_programs[pe] > 0, written, prior, mem_out)
+        if key is None:
+            end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, busy, acc, spans,
+                                       pe, slots, pe_programs[pe] > 0, written, prior, mem_out)
+        else:
+            rec = [_Sum() for _ in ENGINE_ORDER]
+            local = dict.fromkeys(acc, 0)
+            end, issue_end = _schedule(t.events, start, m, frac, sram_share, off_share, spill, rec, local, spans,
+                                       pe, slots, pe_programs[pe] > 0, written, prior, mem_out)
+            seqs = [np.array(x.terms) if len(x.terms) > 16 else x.terms for x in rec]
+            memo[key] = (end, issue_end, local, seqs, slots, mem_out)
+            _replay(busy, acc, seqs, local)
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
         pe_time[pe] = max(pe_time[pe], end)
@@ -473,6 +580,36 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINE_ORDER, busy)}, nbytes, flops,
                         detail, flops / secs if secs else 0.0,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+class _Sum:
+    """Stands for a float in `busy` while a memoised program is scheduled: `+=` records the
+    term, so the sum can be replayed, in order, onto any total."""
+    __slots__ = ("terms",)
+
+    def __init__(self) -> None:
+        self.terms: list[float] = []
+
+    def __iadd__(self, x: float) -> "_Sum":
+        self.terms.append(x)
+        return self
+
+
+def _replay(busy: list, acc: dict, seqs: list, local: dict) -> None:
+    """Add a memoised program's engine busy terms (one at a time, in order: the sums round as
+    if the program had been scheduled here) and its accumulated totals."""
+    for e, terms in enumerate(seqs):
+        if len(terms) == 0:
+            continue
+        if isinstance(terms, list):
+            b = busy[e]
+            for x in terms:
+                b += x
+            busy[e] = b
+        else:  # np.cumsum adds left to right, one term at a time (no pairwise summation)
+            busy[e] = float(np.cumsum(np.concatenate(([busy[e]], terms)))[-1])
+    for k, v in local.items():
+        acc[k] += v
 
 
 def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, depth: int, resident: bool,
