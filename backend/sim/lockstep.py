@@ -75,7 +75,8 @@ class Group:
     lanes: np.ndarray                      # linear program indices (x fastest)
     pids: list[tuple[int, int, int]]
     events: list                           # shared: (instr, cost inputs of the first lane)
-    addrs: dict[int, np.ndarray] = field(default_factory=dict)  # event index -> byte address per lane
+    # event index -> byte address per lane, or (first lane's address, each lane's offset from it)
+    addrs: dict[int, Any] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -148,8 +149,14 @@ class _Walk:
         self.program = program
         self.V: dict[str, np.ndarray] = {}   # varying integer scalars
         self.T: set[str] = set()             # unknown per lane
-        self.addrs: dict[int, np.ndarray] = {}
+        self.addrs: dict[int, Any] = {}
         self.ph = memory.placeholders
+        # a varying array's offsets from its first lane, by the array's identity (arrays are
+        # never changed in place; the entry holds the array, so its id is not reused): an
+        # address that moves by a uniform amount keeps its pattern, and the DMA checks on it
+        # (alignment) are made once per pattern
+        self.deltas: dict[int, tuple] = {}
+        self.pattern: dict[tuple, tuple] = {}
 
     def run(self) -> Group:
         self.block(self.program.body, [])
@@ -185,6 +192,23 @@ class _Walk:
         else:
             self.V[reg] = arr
         self.T.discard(reg)
+
+    def delta(self, arr: np.ndarray) -> np.ndarray:
+        hit = self.deltas.get(id(arr))
+        if hit is None:
+            hit = self.deltas[id(arr)] = (arr, arr - arr[0])
+        return hit[1]
+
+    def clamps(self, reg: Any, bound: int, low: bool) -> bool:
+        """Whether a box bound register is the same for every lane once clamped to the tile
+        (a lower bound to 0, an upper one to the extent `bound`): uniform, or varying beyond it."""
+        arr = self.V.get(reg) if reg is not None else None
+        if arr is None:
+            return True
+        hit = self.deltas.get(("range", id(arr)))
+        if hit is None:
+            hit = self.deltas[("range", id(arr))] = (arr, int(arr.min()), int(arr.max()))
+        return hit[2] <= 0 if low else hit[1] >= bound
 
     def int_operand(self, x: Any) -> Any:
         """A scalar operand as an int64 array (varying) or a Python int (uniform)."""
@@ -295,6 +319,24 @@ class _Walk:
     def scalar(self, ins: Instr, run: Callable) -> None:
         st = self.st
         a, at, op = ins.args, ins.attrs, ins.op
+        if op == "scalar.binary" and at["fn"] in ("add", "sub") and INT_BITS.get(at["dtype"]) == 64:
+            # the hot case (an address moving in a loop): a varying value plus or minus a
+            # uniform integer; at 64 bits numpy's wrap is the ISA's, the lanes' offsets stay
+            x, y = a["a"], a["b"]
+            src = self.V.get(x) if isinstance(x, str) else None
+            c = st.r.get(y) if isinstance(y, str) else y
+            if src is not None and type(c) is int and (not isinstance(y, str) or (y not in self.V and y not in self.T)) \
+                    and -(1 << 63) <= c < (1 << 63):
+                out = src + c if at["fn"] == "add" else src - c
+                cost = run(st, ins)
+                if st.r[ins.dst[0]] != int(out[0]):
+                    raise _Abort
+                d = ins.dst[0]
+                self.V[d] = out
+                self.T.discard(d)
+                self.deltas[id(out)] = (out, self.delta(src))
+                st.events.append((ins, cost))
+                return
         if op == "scalar.binary":
             bits = INT_BITS.get(at["dtype"])
             fn = _INT.get(at["fn"])
@@ -336,6 +378,17 @@ class _Walk:
             raise _Abort  # not the ISA's value: never guess
         self.set_varying(ins.dst[0], out)
         st.events.append((ins, cost))
+        if ins.dst[0] in self.V and (op == "scalar.addptr" or (op == "scalar.binary" and at["fn"] in ("add", "sub")
+                                                                and INT_BITS[at["dtype"]] == 64)):
+            # x + c or x - c (c uniform): the same offsets between lanes, modulo 2**64
+            x = a["base"] if op == "scalar.addptr" else a["a"]
+            y = a["offset"] if op == "scalar.addptr" else a["b"]
+            src = self.V.get(x) if isinstance(x, str) else None
+            other = self.V.get(y) if isinstance(y, str) else None
+            if src is not None and other is None:
+                self.deltas[id(out)] = (out, self.delta(src))
+            elif other is not None and src is None and op == "scalar.binary" and at["fn"] == "add":
+                self.deltas[id(out)] = (out, self.delta(other))
 
     # ------------------------------------------------------------------ structured DMA
 
@@ -355,6 +408,22 @@ class _Walk:
         cost = run(st, ins)
         if not isinstance(cost, dict) or "addr" not in cost or cost.get("indexed"):
             raise _Abort
+        if mask is None and oreg in V and ins._how != "functional" and all(
+                self.clamps(lreg, 0, True) and self.clamps(hreg, d, False) for d, lreg, _, hreg, _ in bound_ops):
+            # only the offset varies: each lane's address is the first lane's plus the offset's
+            # pattern (x element size, modulo 2**64 as the ISA's i64), the box and so the sizes
+            # are the same; the lanes agree on alignment when the pattern moves by multiples of 32
+            d = self.delta(V[oreg])
+            key = (id(d), ITEMSIZE[dtype])
+            pat = self.pattern.get(key)
+            if pat is None:
+                db = d * ITEMSIZE[dtype]
+                pat = self.pattern[key] = (d, db, bool(np.all(db % 32 == 0)))
+            if pat[2]:
+                self.addrs[len(st.events)] = (cost["addr"], pat[1])
+                st.events.append((ins, cost))
+                self.settle(prev, reads_memory=ins.op in _MEM_READ, operands_known=False)
+                return
         hit = st.memory._bases.get((int(st.r[breg]) if breg is not None else bconst, dtype))
         if hit is None:
             raise _Abort

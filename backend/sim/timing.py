@@ -407,6 +407,8 @@ def _group_reads(g: Any, read: dict, gtiles: dict, gindexed: dict, stored: set) 
                 gindexed[reg] = gindexed.get(reg, 0) + b * n
                 continue
             a = addrs.get(idx)
+            if isinstance(a, tuple):  # the first lane's address and each lane's offset from it
+                a = a[1] + a[0]
             if a is None:  # the same address in every lane
                 a = np.array([c.get("addr")], dtype=object if c.get("addr") is None else np.int64)
             gtiles.setdefault(reg, {}).setdefault((b, c["runs"]), []).append(a)
