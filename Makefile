@@ -28,13 +28,13 @@ reproduce: $(STAMP)
 	$(PY) -m study reproduce --workers $(JOBS)
 
 bench-compile: $(STAMP)
-	$(PY) -m backend.bench_compile
+	$(PY) -m tools.bench_compile
 
 bench-sim: $(STAMP)
-	$(PY) -m backend.sim.bench
+	$(PY) -m tools.bench_sim
 
 microbench: $(STAMP)
-	$(PY) -m backend.sim.microbench --chip mtia2i
+	$(PY) -m tools.microbench --chip mtia2i
 
 gate: $(STAMP)
 	$(PY) -m study gate --workers $(JOBS)

@@ -31,7 +31,7 @@ from backend import lowering, pe_program
 from backend.configs import load_chip
 from backend.passes import pipeline
 from backend.passes.persistent import PERSISTENT_PARAMS
-from backend.sim.isa import Program
+from backend.program import Program, print_program, to_bytes
 from backend.tile_ir import Function, print_function
 from backend.ttir_reader import read_module
 
@@ -165,7 +165,7 @@ class ProgramText:
         self.program = program
 
     def __str__(self) -> str:
-        return lowering.print_program(self.program)
+        return print_program(self.program)
 
 
 def _arg_names(text: str) -> list[str]:
@@ -275,7 +275,7 @@ class MTIABackend(BaseBackend):
 
     @staticmethod
     def make_mtiabin(asm: "ProgramText", metadata: dict, options: MTIAOptions) -> bytes:
-        return json.dumps(asm.program.to_json(), separators=(",", ":")).encode()
+        return to_bytes(asm.program)
 
     def add_stages(self, stages: dict, options: MTIAOptions, language: Any = None) -> None:
         stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
@@ -284,6 +284,3 @@ class MTIABackend(BaseBackend):
         stages["mtiasm"] = lambda src, metadata: self.make_mtiasm(src, metadata, options)
         stages["mtiabin"] = lambda src, metadata: self.make_mtiabin(src, metadata, options)
 
-
-def load_program(binary: bytes) -> Program:
-    return Program.from_json(json.loads(binary))

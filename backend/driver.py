@@ -45,7 +45,6 @@ class _DeviceState:
     # the memory regime launches are priced in (backend/regimes.py): where inputs start, where
     # outputs go; it changes no compiled code, only the price of a launch
     regime: str = os.environ.get("MTIA_REGIME", DEFAULT_REGIME)
-    records: list[KernelRecord] = field(default_factory=list)
     listeners: list[Callable[[KernelRecord], None]] = field(default_factory=list)
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
@@ -237,7 +236,8 @@ def _int_register(param: dict, a: Any) -> Any:
     Python int of 2**63 or more is a u64 argument, whose type in the kernel is i64)."""
     if param["kind"] != "int" or isinstance(a, bool) or not isinstance(a, int):
         return a
-    from backend.sim.isa import INT_BITS, wrap_int
+    from backend.program import INT_BITS
+    from backend.sim.isa import wrap_int
     dtype = param.get("dtype", "i64")
     return wrap_int(a, dtype) if dtype in INT_BITS and dtype != "i1" else a
 
@@ -291,8 +291,8 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
 
 class MTIAUtils:
     def load_binary(self, name: str, kernel: bytes, shared: int, device: int) -> tuple:
-        from backend.compiler import load_program
-        program = load_program(kernel)
+        from backend.program import from_bytes
+        program = from_bytes(kernel)
         return program, program, 0, 0, 1 << 30
 
     def unload_module(self, module: Any) -> None:
@@ -357,4 +357,5 @@ class MTIADriver(DriverBase):
         return torch.empty(1, dtype=torch.int8)
 
     def clear_cache(self, cache: torch.Tensor) -> None:
-        DEVICE.records.clear()
+        """Nothing to flush: every simulated launch starts from the memory state its regime
+        prices (backend/regimes.py), whatever ran before it."""

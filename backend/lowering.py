@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from backend.sim.isa import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
+from backend.program import ITEMSIZE, SFU_FUNCTIONS, Block, Instr, Program, registers_in
+from backend.tile_ir import BINARY_FUNCTIONS as _BINARY
+from backend.tile_ir import UNARY_FUNCTIONS as _UNARY
 from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
 
 RULES: dict[str, Callable[["Emitter", Op], None]] = {}
@@ -127,28 +129,7 @@ def reg(v: Value) -> str:
 
 
 # ----------------------------------------------------------------------------- elementwise
-
-_BINARY = {
-    "arith.addi": "add", "arith.addf": "add", "arith.subi": "sub", "arith.subf": "sub",
-    "arith.muli": "mul", "arith.mulf": "mul", "arith.divf": "div", "arith.divsi": "sdiv",
-    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.remf": "frem",
-    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl",
-    "arith.shrsi": "shrs", "arith.shrui": "shru", "arith.minsi": "smin", "arith.maxsi": "smax",
-    "arith.minui": "umin", "arith.maxui": "umax", "arith.minimumf": "fmin", "arith.maximumf": "fmax",
-    "arith.minnumf": "fminnum", "arith.maxnumf": "fmaxnum", "math.powf": "pow", "math.atan2": "atan2",
-    "math.copysign": "copysign", "tt.mulhiui": "umulhi", "tt.precise_divf": "div",
-}
-_UNARY = {
-    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2", "math.log10": "log10",
-    "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
-    "tt.precise_sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
-    "math.tanh": "tanh", "math.erf": "erf", "math.erfc": "erfc", "math.absf": "abs", "math.absi": "abs",
-    "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc", "math.round": "round",
-    "math.roundeven": "rint", "arith.negf": "neg", "math.asin": "asin", "math.acos": "acos",
-    "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.asinh": "asinh",
-    "math.acosh": "acosh", "math.atanh": "atanh", "math.ctpop": "popc", "math.ctlz": "clz",
-}
-
+# (the op -> ISA function tables _BINARY / _UNARY are the tile IR's: backend/tile_ir.py)
 
 # ops whose splat-constant operands become immediates (Emitter.operand); the PE level gives
 # such constants no buffer
@@ -429,18 +410,16 @@ def _dot(e: Emitter, op: Op) -> None:
 
 def _fp32_dot_on_simd(e: Emitter, op: Op) -> bool:
     """True when an FP32 x FP32 dot costs less as k SIMD passes over [m, n] than on the DPE
-    (padded to its tiles, at its FP32 rate), priced as the timing model prices both."""
+    (padded to its tiles, at its FP32 rate): the timing model's cost rules price both."""
     a, b = op.operands[0].type, op.operands[1].type
     if a.elem != "f32" or b.elem != "f32":
         return False
     from backend.configs import load_chip
-    from backend.sim.timing import _EIDX, ChipModel
+    from backend.sim.cost import K_DPE, K_SIMD, ChipModel, matmul_inputs, simd_matmul_inputs
     cm = ChipModel(load_chip(getattr(e.options, "arch", None)))
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.numel // (m * k)
-    dpe = cm.fixed[_EIDX["DPE"]] + cm.dpe_cycles({"in_dtype": "f32", "batch": batch, "m": m, "n": n, "k": k})
-    simd = batch * k * cm.fixed[_EIDX["SIMD"]] + batch * m * n * k / cm.simd_epc
-    return simd < dpe
+    return cm.cycles(K_SIMD, simd_matmul_inputs(batch, m, n, k)) < cm.cycles(K_DPE, matmul_inputs(batch, m, n, k, "f32"))
 
 
 _BUILTIN_COMBINE = {
@@ -749,28 +728,3 @@ def _drop_dead_constants(body: Block) -> None:
     collect(body)
     prune(body)
 
-
-def print_program(p: Program) -> str:
-    out = [f"mtia.program @{p.name}  // local memory {p.local_mem_bytes} B of one PE"]
-    for prm in p.params:
-        out.append(f"  param {prm['reg']}: {prm['kind']} {prm.get('dtype', '')}")
-    for r, b in sorted(p.buffers.items(), key=lambda kv: kv[1].offset):
-        cp = f" x{b.copies}" if b.copies > 1 else ""
-        out.append(f"  buffer {r}: {b.dtype}{list(b.shape)} @local+{b.offset} ({b.nbytes} B{cp})")
-    _print_block(p.body, 1, out)
-    return "\n".join(out) + "\n"
-
-
-def _print_block(b: Block, depth: int, out: list[str]) -> None:
-    pad = "  " * depth
-    for ins in b.instrs:
-        dst = ", ".join(ins.dst)
-        lhs = f"{dst} = " if dst else ""
-        args = ", ".join(f"{k}={v}" for k, v in ins.args.items() if v is not None and v != [])
-        attrs = ", ".join(f"{k}={v}" for k, v in ins.attrs.items())
-        out.append(f"{pad}{lhs}[{ins.engine}] {ins.op} {args}" + (f" {{{attrs}}}" if attrs else ""))
-        for i, body in enumerate(ins.bodies):
-            out.append(f"{pad}  ^body{i}({', '.join(body.params)}):")
-            _print_block(body, depth + 2, out)
-            if body.results:
-                out.append(f"{pad}    yield {', '.join(map(str, body.results))}")

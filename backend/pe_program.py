@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from triton.runtime.errors import OutOfResources
 
-from backend.sim.isa import Buffer
+from backend.program import Buffer
 from backend.tile_ir import Function, Op, Region, UnsupportedError, Value
 
 ALIGN = 64  # local-memory buffers start on 64-byte boundaries (DMA bursts)

@@ -11,11 +11,37 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
 
 _MLIR_DTYPE = {
     "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "f16", "bf16": "bf16",
     "f32": "f32", "f64": "f64", "f8E4M3FN": "f8e4m3", "f8E5M2": "f8e5m2", "index": "i64",
+}
+
+
+# The elementwise ops of the tile IR and the ISA function each computes (the `fn` attribute of
+# the unary / binary instruction it lowers to; backend/program.py's SFU_FUNCTIONS says which run
+# on the SFU). Level 3 selects instructions from them (backend/lowering.py); the level-1
+# scheduler (backend/passes/schedule.py) reads them to estimate which engine an op will use.
+BINARY_FUNCTIONS = {
+    "arith.addi": "add", "arith.addf": "add", "arith.subi": "sub", "arith.subf": "sub",
+    "arith.muli": "mul", "arith.mulf": "mul", "arith.divf": "div", "arith.divsi": "sdiv",
+    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.remf": "frem",
+    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl",
+    "arith.shrsi": "shrs", "arith.shrui": "shru", "arith.minsi": "smin", "arith.maxsi": "smax",
+    "arith.minui": "umin", "arith.maxui": "umax", "arith.minimumf": "fmin", "arith.maximumf": "fmax",
+    "arith.minnumf": "fminnum", "arith.maxnumf": "fmaxnum", "math.powf": "pow", "math.atan2": "atan2",
+    "math.copysign": "copysign", "tt.mulhiui": "umulhi", "tt.precise_divf": "div",
+}
+UNARY_FUNCTIONS = {
+    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2", "math.log10": "log10",
+    "math.log1p": "log1p", "math.expm1": "expm1", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
+    "tt.precise_sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
+    "math.tanh": "tanh", "math.erf": "erf", "math.erfc": "erfc", "math.absf": "abs", "math.absi": "abs",
+    "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc", "math.round": "round",
+    "math.roundeven": "rint", "arith.negf": "neg", "math.asin": "asin", "math.acos": "acos",
+    "math.atan": "atan", "math.sinh": "sinh", "math.cosh": "cosh", "math.asinh": "asinh",
+    "math.acosh": "acosh", "math.atanh": "atanh", "math.ctpop": "popc", "math.ctlz": "clz",
 }
 
 
@@ -133,7 +159,6 @@ class Function:
     args: list[Value]
     arg_names: list[str]
     body: Region
-    source_file: str = ""
 
 
 def walk(region: Region) -> Iterator[Op]:
@@ -192,12 +217,3 @@ def reads(op: Op) -> set:
         for inner in walk(r):
             used.update(inner.operands)
     return used
-
-
-def uses(fn: Function) -> dict[Value, list[Op]]:
-    """Map from each value to the ops that use it (nested regions included)."""
-    table: dict[Value, list[Op]] = {}
-    for op in walk(fn.body):
-        for o in op.operands:
-            table.setdefault(o, []).append(op)
-    return table

@@ -117,7 +117,7 @@ def _parse_number(tok: str, elem: str) -> Any:
         return tok == "true"
     if tok.startswith("0x") and elem not in ("i8", "i16", "i32", "i64"):
         import torch
-        from backend.sim.isa import TORCH_DTYPE
+        from backend.program import TORCH_DTYPE
         bits = int(tok, 16)
         nbytes = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "f8e4m3": 1, "f8e5m2": 1}[elem]
         raw = bits.to_bytes(nbytes, "little")
@@ -152,7 +152,7 @@ def _parse_constant(header: str, ty: Type) -> dict:
         inner = body[len("dense<"):end].strip()
         if inner.startswith('"0x'):
             import torch
-            from backend.sim.isa import TORCH_DTYPE
+            from backend.program import TORCH_DTYPE
             blob = bytes.fromhex(inner.strip('"')[2:])
             t = torch.frombuffer(bytearray(blob), dtype=TORCH_DTYPE[elem]) if elem != "i1" else \
                 torch.frombuffer(bytearray(blob), dtype=torch.uint8).bool()
@@ -310,6 +310,4 @@ def read_module(mod: Any, kernel_arg_names: list[str]) -> Function:
         else:
             raise UnsupportedError(f"internal: could not align TTIR text with op {op.name} "
                                    f"(text has {tops[ti].name if ti < len(tops) else 'nothing'})")
-    locs_file = [op.loc for _, op in preorder if op.loc]
-    fn.source_file = locs_file[0].rsplit(":", 2)[0] if locs_file else ""
     return fn

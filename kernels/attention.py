@@ -13,8 +13,6 @@ import torch
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
-
 
 @triton.jit
 def flash_attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,

@@ -11,9 +11,6 @@ import torch
 import triton
 import triton.language as tl
 
-SQRT_2_OVER_PI = 0.7978845608028654
-INV_SQRT_2 = 0.7071067811865476
-
 
 @triton.jit
 def _gelu_tanh(x):

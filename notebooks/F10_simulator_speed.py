@@ -16,10 +16,10 @@
 # # F10: simulator speed, before and after, and what `make reproduce` costs
 #
 # Left: host throughput of the simulator (simulated instructions, "events", per second of host
-# wall time) on the benchmark kernels of `python -m backend.sim.bench` (a 4096^3 BF16 GEMM and a
+# wall time) on the benchmark kernels of `python -m tools.bench_sim` (a 4096^3 BF16 GEMM and a
 # 16384 x 4096 softmax, builder-written and plain Triton through the driver), in the timing-only
 # and the functional mode, for a baseline revision and the current code, measured side by side
-# in one run (`python -m backend.sim.bench --baseline REV --csv results/raw/sim_speed.csv`). The
+# in one run (`python -m tools.bench_sim --baseline REV --csv results/raw/sim_speed.csv`). The
 # cycles of both must be equal: a speed-up that changes a simulated number is a bug.
 # Right: each suite's host wall time in the last `make reproduce` (`results/raw/reproduce_wall.csv`,
 # with the number of worker processes and host CPUs it ran with).

@@ -21,7 +21,7 @@
 # LPDDR5 bandwidth. `config source` says whether a peak comes from the config itself or from the
 # published figures (`study/roofline.py`).
 #
-# The second table (`T1_microbench`) runs real intrinsic programs (`backend/sim/microbench.py`:
+# The second table (`T1_microbench`) runs real intrinsic programs (`tools/microbench.py`:
 # peak DPE BF16 and INT8, SIMD, DMA from LPDDR5, SRAM, local memory, launch, and the 2048^3 BF16
 # expert GEMM) through the functional simulator and prices them with the timing model, end to end
 # (launch, DMA warm-up and drain included).

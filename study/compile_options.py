@@ -1,15 +1,14 @@
 """Backend compile options for the ablation study (F4), passed without touching the kernels.
 
-A named option set (`ABLATIONS`) is activated with `compile_options(...)`: it exports
+A named option set (`ABLATIONS`) is activated with `activate(...)`: it exports
 `MTIA_OPTIONS` ("structured_dma=0,num_stages=1"), which the backend's `parse_options` applies
 as overrides to every compile in the process, Inductor's included, and which is part of
 Triton's cache key. The runner activates one option set per worker process.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-from typing import Any, Iterator
+from typing import Any
 
 ENV_VAR = "MTIA_OPTIONS"  # read by backend.compiler.env_options
 
@@ -45,18 +44,3 @@ def activate(label: str) -> dict[str, Any]:
     else:
         os.environ.pop(ENV_VAR, None)
     return opts
-
-
-@contextlib.contextmanager
-def compile_options(label: str) -> Iterator[dict[str, Any]]:
-    """Compile everything inside the block with the named option set (kernels compiled inside
-    stay in Triton's in-memory cache under their options; see the module note)."""
-    old = os.environ.get(ENV_VAR)
-    opts = activate(label)
-    try:
-        yield opts
-    finally:
-        if old is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = old

@@ -22,12 +22,14 @@ method says otherwise (the L2 rows loop inside one launch; the host-rate row use
 from __future__ import annotations
 
 import argparse
-import csv
 import subprocess
 import sys
 from pathlib import Path
 
+from study.results import Table, read_table, write_table
+
 FIELDS = ("name", "param", "value", "unit", "method", "notes")
+TABLE = Table("gpu_microbench_h200", FIELDS, key=("name", "param"))
 
 
 def clocks() -> str:
@@ -326,19 +328,14 @@ def run(out: Path, git_sha: str) -> list[dict]:
     add("clocks", "after", 0, "-", method="nvidia-smi", notes=clocks())
     for r in rows:
         r["notes"] = (r["notes"] + f"; git_sha={git_sha}").lstrip("; ")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
-        wr.writeheader()
-        wr.writerows(rows)
+    write_table(out, TABLE, rows)  # one snapshot of the device: replaces the file, atomically
     print(f"{len(rows)} rows -> {out}")
     return rows
 
 
 def read(path: Path) -> dict[tuple[str, str], dict]:
     """The microbench CSV as {(name, param): row}, value as float."""
-    with Path(path).open() as f:
-        return {(r["name"], r["param"]): dict(r, value=float(r["value"])) for r in csv.DictReader(f)}
+    return {(r["name"], r["param"]): dict(r, value=float(r["value"])) for r in read_table(Path(path), TABLE)}
 
 
 def main(argv: list[str] | None = None) -> int:

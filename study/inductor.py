@@ -34,6 +34,18 @@ class HostFallback(RuntimeError):
     """Ops of a compiled workload ran on the host (aten), outside the simulated chip."""
 
 
+class NotOneGraph(RuntimeError):
+    """Dynamo split a reference into more than MAX_GRAPHS graphs: data-dependent Python control
+    flow (a loop over segments, `.item()`/`.tolist()` per element) that Inductor compiles once per
+    distinct value, each graph autotuned in the simulator, which is neither one compiled kernel
+    set nor affordable to simulate."""
+
+
+# A reference that Dynamo splits into more graphs than this is not measured (NotOneGraph):
+# every study reference that compiles to one kernel set is one graph
+MAX_GRAPHS = 1
+
+
 def configure() -> None:
     """Inductor settings for the cpu -> MTIA path; idempotent, cheap, call before compiling."""
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # compile in-process: fork-safe workers
@@ -48,8 +60,25 @@ def configure() -> None:
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
     from backend.inductor_cpu import benchmark, extern, heuristics
     heuristics.install()
+    extern.register_extern("gemm", _expert_gemm)
+    extern.register_extern("embedding_bag", _triton_embedding_bag)
     extern.install()
     benchmark.install()  # Inductor's autotuning compares simulated time, not the simulator's host time
+
+
+def _expert_gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """mtia_sim.gemm (backend/inductor_cpu/extern.py): the expert GEMM program."""
+    from baselines.expert.gemm import bmm, matmul
+    return bmm(a, b) if a.dim() == 3 else matmul(a, b)
+
+
+def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                          mean: bool) -> torch.Tensor:
+    """mtia_sim.embedding_bag: one table at row 0 of the table-batched Triton kernel of
+    kernels/recommendation.py."""
+    from kernels.recommendation import embedding_bag
+    table_offsets = torch.zeros(1, dtype=offsets.dtype)
+    return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
 
 
 def unconfigure() -> None:
@@ -121,10 +150,25 @@ def compiled(name: str, fn: Callable, kwargs: dict) -> Callable:
     key = (name, _signature(kwargs))
     if key not in _COMPILED:
         configure()
-        c = torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)
+        c = torch.compile(fn, backend=_counted_inductor(name), fullgraph=False, dynamic=False)
         warm_up(lambda *a, **k: c(*a, **k), (), kwargs)
         _COMPILED[key] = c
     return _COMPILED[key]
+
+
+def _counted_inductor(name: str) -> Callable:
+    """Inductor as a torch.compile backend that refuses the (MAX_GRAPHS + 1)-th graph of `name`."""
+    from torch._inductor.compile_fx import compile_fx
+    graphs: list[int] = []
+
+    def inductor_one_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        graphs.append(len(gm.graph.nodes))
+        if len(graphs) > MAX_GRAPHS:
+            raise NotOneGraph(f"workload '{name}': Dynamo split its torch reference into {len(graphs)} graphs or "
+                              f"more, {MAX_GRAPHS} allowed (graph breaks at data-dependent Python control flow, compiled once per "
+                              f"value); Inductor cannot compile it as one kernel set")
+        return compile_fx(gm, example_inputs)
+    return inductor_one_graph
 
 
 def host_work(ops: list[Any]) -> str:
@@ -136,7 +180,13 @@ def host_work(ops: list[Any]) -> str:
 def run_on_chip(name: str, fn: Callable, kwargs: dict) -> Any:
     """Run the compiled `fn`; raise HostFallback when any op did work on the host."""
     from study.model_coverage import record_host_ops
-    c = compiled(name, fn, kwargs)
+    try:
+        c = compiled(name, fn, kwargs)
+    except Exception as e:  # Dynamo wraps a backend's refusal in BackendCompilerFailed
+        inner = getattr(e, "inner_exception", None)
+        if isinstance(inner, NotOneGraph):
+            raise inner from None
+        raise
     with torch.no_grad(), record_host_ops() as host:
         out = c(**kwargs)
     if host:

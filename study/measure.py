@@ -22,8 +22,9 @@ import triton  # noqa: F401  - before backend.driver: Triton's backend discovery
 
 from backend.configs import load_chip
 from backend.driver import keep_traces, record_launches, reprice
-from study.registry import TOLERANCE, Shape, Workload
+from study.registry import Shape, Workload
 from study.roofline import chip_peaks, offchip_bytes, roofline_fraction
+from study.tolerances import tolerance
 
 SEED = 0
 
@@ -52,12 +53,12 @@ _CHUNK = 1 << 20  # elements compared at a time: float64 copies of a whole 10^8-
 
 
 def compare(out: Any, ref: Any, dtype: str) -> Comparison:
-    """docs/study.md tolerances: |out - ref| <= tol + tol * |ref| elementwise (exact for ints).
+    """docs/study.md tolerances (study/tolerances.py): |out - ref| <= tol + tol * |ref| elementwise (exact for ints).
     Compared in float64, a chunk of the flattened tensors at a time (same result as whole)."""
     got, want = _tensors(out), _tensors(ref)
     if len(got) != len(want) or not want:
         return Comparison(None, None, False, f"returned {len(got)} tensors, torch returned {len(want)}")
-    tol = TOLERANCE.get(dtype, 0.0)
+    tol = tolerance(dtype)
     max_abs = max_rel = 0.0
     ok = True
     tiny = torch.finfo(torch.float64).tiny

@@ -8,11 +8,11 @@ TorchDispatchMode that records every aten op executed on the host outside the si
 extern / fallback ops Inductor left to aten (mm, addmm, bmm, SDPA, _embedding_bag, topk,
 index_add, ...), plus anything run eagerly between graph breaks. Allocation and view ops
 (empty_strided, as_strided, ...) are not work and are not counted. The measured output is
-checked against eager (BF16: rtol = atol = 1e-2; fp32: 1e-4).
+checked against eager (study/tolerances.py, use "compiled": BF16 rtol = atol = 1e-2; fp32 1e-4).
 
 Fallback ops have no simulated time. Their chip time is a ROOFLINE ESTIMATE on the chip config
-(not a simulation): peaks from the config (DPE flops_per_cycle x PEs x clock for the dtype, SIMD
-elements_per_cycle x PEs x clock, offchip bandwidth_gbps):
+(not a simulation): peaks from the config (study.roofline.engine_peaks: DPE flops_per_cycle x
+PEs x clock for the dtype, SIMD elements_per_cycle x PEs x clock, offchip bandwidth_gbps):
   GEMM-like (mm, addmm, bmm, baddbmm, convolution, linear, matmul):  max(flops / peak, bytes / bw)
   SDPA: its two matmuls as a GEMM (as above); its softmax part (scale, mask, max, exp, sum,
         divide: 6 ops per score element) as non-GEMM work on SIMD: 6 x B x H x Sq x Sk / SIMD rate
@@ -28,6 +28,10 @@ counts as GEMM, ops_share_triton = n_triton_kernels / (n_triton_kernels + n_fall
 
     python -m study.model_coverage [--out results/raw/model_coverage.csv] [--models a,b]
                                    [--sizes test,study] [--chips mtia2i] [--inductor plain,chip]
+                                   [--workers 1]
+
+The cases run in a worker process of study/pool.py; each row is appended as its case finishes
+(study/results.py), and a rerun skips cases already measured at this code.
 
 Each model is measured twice by default: `plain` (Inductor's own choices: GEMMs, SDPA and
 sparse ops stay host fallbacks, priced at the roofline below) and `chip` (every chip-aware
@@ -39,13 +43,16 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import csv
 import datetime as _dt
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from study.pool import run_pool
+from study.results import Table, append_table, written_keys
+from study.roofline import EnginePeaks, engine_peaks
+from study.tolerances import tolerance
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "results" / "raw" / "model_coverage.csv"
@@ -60,8 +67,9 @@ COLUMNS = ("run_id", "git_sha", "model", "size", "chip", "n_triton_kernels", "n_
            # "plain": Inductor's own choices; "chip": the chip-aware switches of backend/inductor_cpu
            # (GEMMs, SDPA and embedding bags as simulated kernels instead of host fallbacks)
            "inductor")
-
-TOL = {"bfloat16": 1e-2, "float16": 1e-2, "float32": 1e-4}
+# results/raw/model_coverage.csv: a case measured at this code is skipped by a rerun; repeats at
+# other code are kept (T3's notebook takes the latest by measured_at)
+TABLE = Table("model_coverage", COLUMNS, key=("git_sha", "model", "size", "chip", "inductor"), float_format=".6g")
 
 GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "convolution", "linear", "matmul", "_int_mm",
                       "addmv", "mv", "dot"})
@@ -72,31 +80,6 @@ NOT_WORK = frozenset({"empty", "empty_strided", "empty_like", "as_strided", "vie
                       "unsqueeze", "squeeze", "slice", "select", "reshape", "_local_scalar_dense", "is_same_size",
                       "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_to_copy_noop"})
 SOFTMAX_OPS_PER_SCORE = 6
-
-
-# ----------------------------------------------------------------------------- chip peaks
-
-@dataclass(frozen=True)
-class ChipPeaks:
-    chip: str
-    dpe_flops: dict[str, float]   # FLOP/s by dtype key (bf16, f16, f32, i8)
-    simd_elems: float             # elements/s over all PEs
-    dram_bytes: float             # B/s off-chip
-
-    def gemm_flops(self, dtype: str) -> float:
-        return self.dpe_flops.get(dtype, self.dpe_flops.get("bf16"))
-
-
-def chip_peaks(chip: str) -> ChipPeaks:
-    """Peaks read from the chip config's own keys (backend/configs/<chip>.toml)."""
-    from backend.configs import load_chip
-    cfg = load_chip(chip)
-    pes = cfg["pe_grid"]["rows"] * cfg["pe_grid"]["cols"]
-    hz = float(cfg["clock_ghz"]) * 1e9
-    dpe = {k: float(v) * pes * hz for k, v in cfg["dpe"]["flops_per_cycle"].items()}
-    simd = float(cfg["simd"]["elements_per_cycle"]) * pes * hz
-    bw = float(cfg["offchip"]["bandwidth_gbps"]) * 1e9
-    return ChipPeaks(cfg["name"], dpe, simd, bw)
 
 
 _DTYPE_KEY = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32", "torch.int8": "i8"}
@@ -113,7 +96,7 @@ class HostOp:
     softmax_elems: float = 0.0
     dtype: str = "bf16"
 
-    def est_us(self, peaks: ChipPeaks) -> tuple[float, float]:
+    def est_us(self, peaks: EnginePeaks) -> tuple[float, float]:
         """(GEMM part, non-GEMM part) of the roofline estimate, in microseconds."""
         if self.kind == "gemm":
             return max(self.flops / peaks.gemm_flops(self.dtype), self.bytes / peaks.dram_bytes) * 1e6, 0.0
@@ -266,7 +249,7 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
     torch._dynamo.reset()
     case = models.build(model, size)
     dtype = str(case.inputs[0].dtype if case.inputs[0].is_floating_point() else models.DTYPE).replace("torch.", "")
-    tol = TOL.get(dtype, 1e-4)
+    tol = tolerance(dtype, use="compiled")
     cov = Coverage(model, size, chip, dtype, case.shape)
     with torch.no_grad():
         ref = case.module(*case.inputs)
@@ -298,7 +281,7 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
     except AssertionError:
         cov.correct = False
 
-    peaks = chip_peaks(chip)
+    peaks = engine_peaks(chip)
     cov.n_triton_kernels = len(recs)
     cov.triton_time_us = sum(r.time_us for r in recs)
     cov.triton_gemm_us = sum(r.time_us for r in recs if _is_gemm_kernel(r))
@@ -328,28 +311,12 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
 
 # ----------------------------------------------------------------------------- output
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
-
-
-def write_rows(covs: list[Coverage], out: Path) -> None:
+def write_rows(covs: list[Coverage], out: Path, run_id: str | None = None) -> None:
+    """Append the rows of `covs` to `out` (study/results.py), with this code's fingerprint."""
     from study.provenance import source_fingerprint, versions
-    run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    run_id = run_id or _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
     sha, ver, now = source_fingerprint(), versions(), _dt.datetime.now().isoformat(timespec="seconds")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for c in covs:
-            row = {k: _fmt(v) for k, v in asdict(c).items() if k in COLUMNS}
-            row.update(run_id=run_id, git_sha=sha, versions=ver, measured_at=now)
-            w.writerow(row)
-    os.replace(tmp, out)
+    append_table(out, TABLE, [dict(asdict(c), run_id=run_id, git_sha=sha, versions=ver, measured_at=now) for c in covs])
 
 
 def markdown_table(covs: list[Coverage]) -> str:
@@ -365,8 +332,27 @@ def markdown_table(covs: list[Coverage]) -> str:
     return "\n".join(lines)
 
 
+def _measure_case(case: tuple[str, str, str, str]) -> Coverage:
+    """A pool task: one (chip, size, model, inductor mode), configured for the mode first."""
+    from backend.inductor_cpu import options
+    from study.inductor import configure as configure_chip_aware
+    from study.inductor import unconfigure as stock_inductor
+    chip, size, model, mode = case
+    # plain: Inductor's own choices exactly (nothing of backend/inductor_cpu installed)
+    configure_chip_aware() if mode == "chip" else stock_inductor()
+    options.activate(**{k: mode == "chip" for k in options.DEFAULTS})
+    t0 = time.perf_counter()
+    c = measure(model, size, chip)
+    c.inductor = mode
+    print(f"# {model}/{size}/{chip}/{mode}: {c.n_triton_kernels} Triton kernels, {c.n_fallback_ops} fallback "
+          f"ops, correct={c.correct}, compile {c.compile_s:.1f} s, sim {c.sim_wall_s:.1f} s, "
+          f"wall {time.perf_counter() - t0:.1f} s", flush=True)
+    return c
+
+
 def main(argv: list[str] | None = None) -> int:
     from study import models
+    from study.provenance import source_fingerprint
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--models", default=",".join(models.MODELS))
@@ -374,32 +360,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chips", default="mtia2i")
     ap.add_argument("--inductor", default="plain,chip",
                     help="plain: Inductor's own choices; chip: every chip-aware switch of backend/inductor_cpu on")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="worker processes; 1 (the default) measures every case in one process, in order, so "
+                         "compile_s sees the caches earlier cases warmed, as it always has")
     a = ap.parse_args(argv)
-    from backend.inductor_cpu import options
-    from study.inductor import configure as configure_chip_aware
-    from study.inductor import unconfigure as stock_inductor
-    configure()
-    covs = []
     for mode in a.inductor.split(","):
         if mode not in ("plain", "chip"):
             raise SystemExit(f"--inductor: unknown mode {mode!r}; known: plain, chip")
-    for chip, size, model, mode in ((c, s, m, i) for c in a.chips.split(",") for s in a.sizes.split(",")
-                                    for m in a.models.split(",") for i in a.inductor.split(",")):
-        # plain: Inductor's own choices exactly (nothing of backend/inductor_cpu installed)
-        configure_chip_aware() if mode == "chip" else stock_inductor()
-        options.activate(**{k: mode == "chip" for k in options.DEFAULTS})
-        t0 = time.perf_counter()
-        c = measure(model, size, chip)
-        c.inductor = mode
-        print(f"# {model}/{size}/{chip}/{mode}: {c.n_triton_kernels} Triton kernels, {c.n_fallback_ops} fallback "
-              f"ops, correct={c.correct}, compile {c.compile_s:.1f} s, sim {c.sim_wall_s:.1f} s, "
-              f"wall {time.perf_counter() - t0:.1f} s", flush=True)
-        covs.append(c)
-    stock_inductor()  # leave the process with Inductor's own choices, as it found it
-    write_rows(covs, a.out)
+    cases = [(c, s, m, i) for c in a.chips.split(",") for s in a.sizes.split(",") for m in a.models.split(",")
+             for i in a.inductor.split(",")]
+    # resume: a case already measured at this code is not measured again
+    sha, done = source_fingerprint(), written_keys(a.out, TABLE)
+    todo = [(c, s, m, i) for c, s, m, i in cases if (sha, m, s, c, i) not in done]
+    if len(todo) < len(cases):
+        print(f"# resuming: {len(cases) - len(todo)} cases already in {a.out} at {sha}", flush=True)
+    # the cases run in a worker (study/pool.py), which configures Inductor: this process is left
+    # with Inductor's own choices, as it found them
+    run_id = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    covs, failed = [], []
+    for d in run_pool(_measure_case, todo, a.workers, initializer=configure):
+        if d.error is not None:
+            failed.append(f"{'/'.join(d.task)}: {type(d.error).__name__}: {d.error}")
+            print(f"# {failed[-1]}", flush=True)
+            continue
+        write_rows([d.value], a.out, run_id)  # one case at a time: an interrupted run keeps what it measured
+        covs.append(d.value)
     print(markdown_table(covs))
     print(f"\nwrote {a.out}")
-    return 0 if all(c.correct for c in covs) else 1
+    return 0 if all(c.correct for c in covs) and not failed else 1
 
 
 if __name__ == "__main__":

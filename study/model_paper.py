@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from study.model_coverage import COLUMNS as T3_COLUMNS
-from study.model_coverage import Coverage, chip_peaks, record_host_ops
+from study.model_coverage import Coverage, record_host_ops
+from study.roofline import engine_peaks
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "results" / "raw" / "model_coverage_paper.csv"
@@ -182,7 +183,7 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     cov.autotune_sim_s = sum(r.sim_wall_s for r in tuned)
     cov.compile_s = call_s - sim_s - cov.autotune_sim_s
     cov.sim_wall_s = sim_s
-    peaks = chip_peaks(chip)
+    peaks = engine_peaks(chip)
     cov.n_triton_kernels = len(recs)
     cov.triton_time_us = sum(r.time_us for r in recs)
     cov.triton_gemm_us = sum(r.time_us for r in recs if _is_gemm_kernel(r))

@@ -15,9 +15,11 @@ backend/ and run on the functional simulator. Each (op, variant, dtype) gets one
   skipped         not applicable: dtype unsupported, sample generation or eager fails,
                   random or nondeterministic output
 
-Every op runs in a forked worker (the parent imports torch, Inductor and the backend once and
-warms them up), at most `--workers` at a time, with a per-op timeout; rows are appended and
-flushed one at a time, and a rerun skips (op, variant, dtype) already in the output file.
+Every op runs in a process of its own forked by study/pool.py (the parent imports torch,
+Inductor and the backend once and warms them up), at most `--workers` at a time, with a per-op
+timeout; rows are appended one at a time through study/results.py, and a rerun skips (op,
+variant, dtype) already in the output file. One op is study/opinfo_op.py, the classification of
+its failures study/opinfo_errors.py.
 
     python -m study.opinfo [--ops a,b,c] [--limit N] [--out results/raw/opinfo_coverage.csv]
                            [--timeout S] [--dtypes float32,bfloat16] [--samples 3] [--workers 2]
@@ -27,17 +29,20 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import datetime as _dt
-import io
 import os
 import re
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
+
+from study.opinfo_errors import _first_line, error_pattern
+from study.opinfo_op import full_name, op_key, run_op
+from study.pool import TimedOut, WorkerDied, run_pool
+from study.results import Table, append_table, read_table, written_keys
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "results" / "raw" / "opinfo_coverage.csv"
@@ -46,20 +51,12 @@ COLUMNS = ("run_id", "git_sha", "versions", "op", "variant", "dtype", "status", 
            "n_launches", "max_abs_err", "atol", "rtol", "error_type", "error_origin", "backend_op",
            "error_message", "error_where", "n_graphs", "fallback_ops", "no_triton_reason", "inductor_cpp", "wall_s",
            "measured_at")
+# results/raw/opinfo_coverage.csv; one row per (op, variant, dtype), whatever the code (the
+# notebook keeps the latest of repeats by measured_at)
+TABLE = Table("opinfo_coverage", COLUMNS, key=("op", "variant", "dtype"))
 
 STATUSES = ("pass", "pass_no_triton", "wrong", "compile_error", "runtime_error", "timeout", "skipped")
-ERROR_STATUSES = ("compile_error", "runtime_error", "timeout")
 
-# docs/study.md: fp32 1e-4, bf16/fp16 1e-2 (rtol and atol); OpInfo overrides may only loosen them.
-STUDY_TOL = {"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1e-2), "float16": (1e-2, 1e-2)}
-
-# Ops whose output is not a function of the inputs, beyond what OpInfo marks
-# (has_nondeterministic_output) and what the two-seed eager check below catches.
-NONDETERMINISTIC = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
-                    "bernoulli", "normal", "uniform", "multinomial", "rand_like", "randn_like", "randint_like",
-                    "randint", "randn", "rand", "nn.functional.dropout", "nn.functional.dropout2d",
-                    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
-                    "nn.functional.rrelu", "cauchy", "exponential", "geometric", "log_normal", "torch.empty"}
 
 # Inference-relevant ops first (the sweep may be cut short): docs/study.md's workloads and their parts.
 PRIORITY_OPS = [
@@ -80,31 +77,6 @@ PRIORITY_OPS = [
     "repeat", "tril", "triu", "cumsum", "cumprod", "topk", "sort",
     "nn.functional.scaled_dot_product_attention", "nn.functional.pad",
 ]
-
-
-@dataclass
-class OpResult:
-    op: str
-    variant: str
-    dtype: str
-    status: str
-    n_samples: int = 0
-    n_kernels: int = 0
-    n_launches: int = 0
-    max_abs_err: float | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    error_type: str = ""
-    error_origin: str = ""
-    backend_op: str = ""
-    error_message: str = ""
-    error_where: str = ""
-    n_graphs: int = 0
-    fallback_ops: str = ""
-    no_triton_reason: str = ""
-    inductor_cpp: str = ""
-    wall_s: float = 0.0
-    kernels: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- set-up
@@ -144,14 +116,6 @@ def load_op_db() -> list:
     return op_db
 
 
-def op_key(op) -> tuple[str, str]:
-    return op.name, op.variant_test_name or ""
-
-
-def full_name(name: str, variant: str) -> str:
-    return f"{name}.{variant}" if variant else name
-
-
 def prioritised(ops: list) -> list:
     """Curated inference ops first, then pointwise / reduction / nn.functional, then the rest;
     op_db order within a tier."""
@@ -172,513 +136,85 @@ def prioritised(ops: list) -> list:
     return [op for _, op in sorted(enumerate(ops), key=tier)]
 
 
-# ----------------------------------------------------------------------------- comparing
-
-def tolerances(op, dtype) -> tuple[float, float]:
-    """docs/study.md's (rtol, atol) for the dtype, loosened to the largest forward-test override
-    the OpInfo declares for that dtype on CPU (toleranceOverride in its decorators)."""
-    from torch.testing._internal.common_device_type import toleranceOverride
-    rtol, atol = STUDY_TOL.get(str(dtype).replace("torch.", ""), (1e-4, 1e-4))
-    for d in getattr(op, "decorators", ()) or ():
-        decs = getattr(d, "decorators", [d])
-        test_name = getattr(d, "test_name", None) or ""
-        if getattr(d, "device_type", None) not in (None, "cpu"):
-            continue
-        if any(k in test_name for k in ("grad", "jvp", "vjp", "backward")):
-            continue
-        for dec in decs:
-            if isinstance(dec, toleranceOverride) and dtype in dec.d:
-                t = dec.d[dtype]
-                atol, rtol = max(atol, t.atol), max(rtol, t.rtol)
-    return rtol, atol
-
-
-def _leaves(x) -> list:
-    import torch.utils._pytree as pytree
-    return pytree.tree_leaves(x)
-
-
-def max_abs_err(actual, expected) -> float | None:
-    import torch
-    worst = None
-    for a, e in zip(_leaves(actual), _leaves(expected)):
-        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)) or a.shape != e.shape:
-            continue
-        if a.numel() == 0 or e.is_sparse or a.is_sparse:
-            continue
-        a64, e64 = a.detach().to(torch.complex128 if a.is_complex() or e.is_complex() else torch.float64), \
-            e.detach().to(torch.complex128 if a.is_complex() or e.is_complex() else torch.float64)
-        both_nan = a64.isnan() & e64.isnan()
-        same = (a64 == e64) | both_nan
-        d = (a64 - e64).abs()
-        d = torch.where(same, torch.zeros_like(d), d)
-        d = torch.where(d.isnan(), torch.full_like(d, float("inf")), d)
-        v = float(d.max())
-        worst = v if worst is None else max(worst, v)
-    return worst
-
-
-def compare(actual, expected, rtol: float, atol: float) -> str | None:
-    """None when close, else assert_close's first message line."""
-    import torch
-    try:
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_device=False,
-                                   check_layout=False)
-        return None
-    except AssertionError as e:
-        return _first_line(str(e))
-    except (TypeError, ValueError, RuntimeError) as e:  # e.g. a non-tensor output of another type
-        if actual == expected if not isinstance(actual, torch.Tensor) else False:
-            return None
-        return _first_line(f"{type(e).__name__}: {e}")
-
-
-# ----------------------------------------------------------------------------- errors
-
-def _first_line(s: str, limit: int = 300) -> str:
-    lines = [ln.strip() for ln in str(s).strip().splitlines() if ln.strip()]
-    line = lines[0] if lines else ""
-    return line[:limit]
-
-
-_WRAPPERS = ("InductorError", "BackendCompilerFailed", "CompilationError", "TorchRuntimeError")
-
-
-def _chain(e: BaseException) -> list[BaseException]:
-    """The exception and its causes, outermost first: Dynamo/Inductor's inner_exception, then
-    __cause__; __context__ only out of a wrapper (never into an unrelated handled error)."""
-    out, seen = [], set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        out.append(e)
-        nxt = getattr(e, "inner_exception", None) or e.__cause__
-        if nxt is None and type(e).__name__ in _WRAPPERS and not e.__suppress_context__:
-            nxt = e.__context__
-        e = nxt
-    return out
-
-
-def _short_path(path: str) -> str:
-    path = str(path)
-    for prefix in ("site-packages/", str(REPO) + "/"):
-        if prefix in path:
-            return path.split(prefix, 1)[1]
-    return os.path.basename(path)
-
-
-def _where(e: BaseException) -> str:
-    """The innermost frame in backend/ that the exception passed through, else its innermost frame."""
-    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ else []
-    mine = [f for f in frames if f.filename.startswith(str(REPO / "backend"))]
-    f = (mine or frames or [None])[-1]
-    return f"{_short_path(f.filename)}:{f.lineno}:{f.name}" if f else ""
-
-
-def _clean_message(root: BaseException) -> str:
-    text = str(root)
-    if type(root).__name__ == "CompilationError":  # "at L:C:" + source + caret + the error, last
-        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-        text = lines[-1] if lines else text
-    msg = _first_line(text) or type(root).__name__
-    return re.sub(r"(?:/[^\s:']+/)([^/\s:']+\.py)", r"\1", msg)  # generated-module paths -> file name
-
-
-_BACKEND_OP_PATTERNS = [
-    (re.compile(r"operation '([^']+)'"), "{0}"),
-    (re.compile(r"libdevice\.(\w+) is not available"), "libdevice.{0}"),
-    (re.compile(r"extern function '([^']+)'"), "extern {0}"),
-    (re.compile(r"libdevice' has no attribute '(\w+)'"), "libdevice.{0}"),
-    (re.compile(r"type (\S+) is not supported"), "type {0}"),
-    (re.compile(r"comparison predicate '([^']+)'"), "cmp {0}"),
-    (re.compile(r"atomic '([^']+)'"), "atomic {0}"),
-    (re.compile(r"(?:does not fit|local memory)", re.I), "local memory"),
-    (re.compile(r"misaligned (\S+) access"), "misaligned {0}"),
-    (re.compile(r"(out of bounds|outside)", re.I), "out of bounds"),
-    (re.compile(r"unknown instruction (\S+)"), "instr {0}"),
-    (re.compile(r"cannot decode dense constant"), "dense constant"),
-    (re.compile(r"not structured by pointer analysis"), "pointer analysis"),
-]
-
-
-def classify_exception(e: BaseException) -> tuple[str, str, str, str, str, str]:
-    """(status, error_type, error_origin, backend_op, message, where) for an exception of the
-    compiled run. The root is the innermost cause; its origin is the backend when the backend
-    raised it (its type or its innermost frame is in backend/, or Triton found no such
-    function in the backend's libdevice), the simulator or driver when raised while running a
-    kernel (backend/sim, backend/driver.py), else Triton's front end, Inductor, Dynamo or torch.
-    Backend and Triton/Inductor/Dynamo failures are compile errors; simulator, driver and
-    other failures at run time are runtime errors."""
-    from backend.sim.isa import SimulationError
-    from backend.tile_ir import UnsupportedError
-    chain = _chain(e)
-    names = {type(x).__name__ for x in chain}
-    root = chain[-1]
-    where = _where(root)
-    text = str(root)
-    mod = type(root).__module__ or ""
-    if isinstance(root, SimulationError) or where.startswith("backend/sim/"):
-        origin = "simulator"
-    elif where.startswith("backend/driver.py"):
-        origin = "driver"
-    elif isinstance(root, UnsupportedError) or mod.startswith("backend") or where.startswith("backend/") \
-            or "backend.language.libdevice" in text:
-        origin = "backend"
-    elif mod.startswith("triton") or "CompilationError" in names:
-        origin = "triton"
-    elif mod.startswith("torch._inductor") or "InductorError" in names or "BackendCompilerFailed" in names:
-        origin = "inductor"
-    elif mod.startswith(("torch._dynamo", "torch.fx")) or "TorchRuntimeError" in names:
-        origin = "dynamo"
-    else:
-        origin = "torch"
-    if origin in ("simulator", "driver"):
-        status = "runtime_error"
-    elif origin in ("backend", "triton", "inductor", "dynamo"):
-        status = "compile_error"
-    else:
-        status = "runtime_error"
-    msg = _clean_message(root)
-    backend_op = ""
-    if origin in ("backend", "simulator", "driver"):
-        for pat, fmt in _BACKEND_OP_PATTERNS:
-            m = pat.search(text)
-            if m:
-                backend_op = fmt.format(*m.groups())
-                break
-        backend_op = backend_op or f"{type(root).__name__} in {where.rsplit(':', 1)[-1] or '?'}"
-    return status, type(root).__name__, origin, backend_op, msg, where
-
-
-def error_pattern(row: dict) -> str:
-    """A grouping key for failures: the backend op when the backend names one, else the
-    message with kernel names, locations, numbers and quoted names blanked."""
-    if row.get("backend_op"):
-        msg = row.get("error_message", "")
-        msg = re.sub(r"^kernel '[^']*' at [^:]*(:\d+)*:\s*", "", msg)
-        msg = re.sub(r"'[^']*'", "'X'", msg)
-        msg = re.sub(r"\d+", "N", msg)
-        return f"[{row.get('error_origin')}] {row['backend_op']}: {msg[:100]}"
-    msg = row.get("error_message", "")
-    msg = re.sub(r"kernel '[^']*' at [^:]*(:\d+)*:\s*", "", msg)
-    msg = re.sub(r"'[^']*'", "'X'", msg)
-    msg = re.sub(r"\[[^\]]*\]", "[..]", msg)
-    msg = re.sub(r"\d+", "N", msg)
-    return f"[{row.get('error_origin') or row.get('status')}] {row.get('error_type')}: {msg[:100]}"
-
-
-# ----------------------------------------------------------------------------- one op
-
-def _clone(x):
-    import torch
-    import torch.utils._pytree as pytree
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
-
-
-def _samples(op, dtype, n: int, scan: int):
-    """Up to n (sample, eager_output) pairs whose eager run works; scans at most `scan`."""
-    import itertools
-    import torch
-    got, eager_err = [], None
-    torch.manual_seed(0)
-    gen = op.sample_inputs("cpu", dtype, requires_grad=False)
-    for s in itertools.islice(gen, scan):
-        try:
-            torch.manual_seed(0)
-            ref = op.op(*_clone((s.input, *s.args)), **_clone(s.kwargs))
-        except Exception as e:  # noqa: BLE001 - eager failure makes the sample inapplicable
-            eager_err = e
-            continue
-        got.append((s, ref))
-        if len(got) >= n:
-            break
-    return got, eager_err
-
-
-def _is_random(op, sample, ref) -> bool:
-    import torch
-    torch.manual_seed(1)
-    try:
-        again = op.op(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
-    except Exception:  # noqa: BLE001
-        return False
-    return compare(again, ref, 0.0, 0.0) is not None
-
-
-def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = True) -> OpResult:
-    """Classify one OpInfo at one dtype in this process. `compile_fn(fn)` replaces torch.compile
-    (tests use it to inject a wrong result)."""
-    import torch
-    from backend.driver import record_launches
-    name, variant = op_key(op)
-    dname = str(dtype).replace("torch.", "")
-    t0 = time.perf_counter()
-    res = OpResult(name, variant, dname, "skipped")
-
-    def done(**kw) -> OpResult:
-        for k, v in kw.items():
-            setattr(res, k, v)
-        res.wall_s = round(time.perf_counter() - t0, 3)
-        return res
-
-    if not op.supports_dtype(dtype, "cpu"):
-        return done(error_message=f"{dname} not supported on cpu by the OpInfo")
-    if getattr(op, "has_nondeterministic_output", False) or name in NONDETERMINISTIC:
-        return done(error_message="nondeterministic or random output")
-    try:
-        samples, eager_err = _samples(op, dtype, n_samples, scan=n_samples + 10)
-    except Exception as e:  # noqa: BLE001
-        return done(error_type=type(e).__name__, error_message="sample generation failed: " + _first_line(str(e)))
-    if not samples:
-        if eager_err is not None:
-            return done(error_type=type(eager_err).__name__,
-                        error_message="eager failed on every sample: " + _first_line(str(eager_err)))
-        return done(error_message="no sample inputs")
-    if _is_random(op, *samples[0]):
-        return done(error_message="random: eager output depends on the seed")
-
-    rtol, atol = tolerances(op, dtype)
-    res.rtol, res.atol = rtol, atol
-    compile_fn = compile_fn or _default_compile
-    kernels: set[str] = set()
-    codes: list[str] = []
-    worst = None
-
-    def finish(**kw) -> OpResult:
-        n_graphs, fallbacks = _inductor_summary(codes)
-        res.n_graphs, res.fallback_ops = n_graphs, ";".join(fallbacks)
-        if kw.get("status") == "pass_no_triton":
-            res.no_triton_reason = "no_graph" if n_graphs == 0 else ("fallback" if fallbacks else "no_compute")
-        if kw.get("status") in ("wrong", "compile_error", "runtime_error") and cpp_control:
-            res.inductor_cpp = _cpp_control(op, samples, rtol, atol)
-        return done(n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst, **kw)
-
-    for i, (s, ref) in enumerate(samples):
-        inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
-        try:
-            with record_launches() as recs:
-                out = _run_compiled(op, compile_fn, inp, args, kwargs, codes)
-        except Exception as e:  # noqa: BLE001
-            status, etype, origin, bop, msg, where = classify_exception(e)
-            res.n_launches += len(recs)
-            kernels.update(r.name for r in recs)
-            return finish(status=status, error_type=etype, error_origin=origin, backend_op=bop, error_message=msg,
-                          error_where=where, n_samples=i)
-        res.n_launches += len(recs)
-        kernels.update(r.name for r in recs)
-        err = max_abs_err(out, ref)
-        if err is not None:
-            worst = err if worst is None else max(worst, err)
-        mismatch = compare(out, ref, rtol, atol)
-        if mismatch is not None:
-            return finish(status="wrong", error_type="AssertionError", error_origin="compare",
-                          error_message=f"sample {i}: {mismatch}", n_samples=i + 1)
-    torch._dynamo.reset()
-    return finish(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples))
-
-
-def _default_compile(f):
-    import torch
-    return torch.compile(f, backend="inductor", fullgraph=False, dynamic=False)
-
-
-def _run_compiled(op, compile_fn, inp, args, kwargs, codes: list[str]):
-    """One fresh compile and run of the op; the wrapper code of every Inductor graph compiled
-    (or loaded from the FX graph cache) is appended to `codes`."""
-    from unittest import mock
-    import torch
-    from torch._inductor.graph import GraphLowering
-    torch._dynamo.reset()
-    opfn = op.op
-
-    def fn(inp, args, kwargs):
-        return opfn(inp, *args, **kwargs)
-
-    compiled = compile_fn(fn)
-    torch.manual_seed(0)
-    with mock.patch.object(GraphLowering, "save_output_code", codes.append):
-        return compiled(inp, args, kwargs)
-
-
-_EXTERN_RE = re.compile(r"\bextern_kernels\.(\w+)\(")
-_FALLBACK_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.\w+\(")
-
-
-def _inductor_summary(codes: list[str]) -> tuple[int, list[str]]:
-    """(graphs compiled, distinct extern / aten-fallback calls in their wrapper code)."""
-    found: set[str] = set()
-    for code in codes:
-        for line in code.splitlines():
-            line = line.strip()
-            if not line or line.startswith(("#", "assert_", "from ", "import ")):
-                continue
-            found.update(f"extern.{m}" for m in _EXTERN_RE.findall(line))
-            found.update(f"{ns}.{name}" for ns, name in _FALLBACK_RE.findall(line))
-    return len(codes), sorted(found)
-
-
-def _cpp_control(op, samples, rtol, atol) -> str:
-    """The same samples through Inductor's own C++ CPU backend: 'pass' means the failure
-    belongs to the Triton path (the MTIA backend, or Inductor's Triton codegen); 'wrong' or an
-    error means Inductor itself fails there too."""
-    import torch._inductor.config as ic
-    old = ic.cpu_backend
-    ic.cpu_backend = "cpp"
-    try:
-        for s, ref in samples:
-            inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
-            try:
-                out = _run_compiled(op, _default_compile, inp, args, kwargs, [])
-            except Exception as e:  # noqa: BLE001
-                return f"error: {type(_chain(e)[-1]).__name__}"
-            if compare(out, ref, rtol, atol) is not None:
-                return "wrong"
-        return "pass"
-    finally:
-        ic.cpu_backend = old
-        import torch
-        torch._dynamo.reset()
-
-
 # ----------------------------------------------------------------------------- the sweep
 
-def _worker(op, dtype, n_samples: int, conn, log_path: str | None) -> None:
+def _dtype_name(dt) -> str:
+    return str(dt).replace("torch.", "")
+
+
+def _run_one(op, dtype, n_samples: int, log_path: str | None) -> dict:
+    """A pool task (a process of its own): the op's result as a dict; what it printed goes to
+    its log; any failure of the harness itself is a runtime_error row, never a lost row."""
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
     try:
-        r = run_op(op, dtype, n_samples)
-        payload = asdict(r)
+        return asdict(run_op(op, dtype, n_samples))
     except BaseException as e:  # noqa: BLE001 - report whatever happened
         traceback.print_exc()
-        payload = {"status": "runtime_error", "error_type": type(e).__name__, "error_origin": "harness",
-                   "error_message": _first_line(str(e))}
-    try:
-        conn.send(payload)
-    finally:
-        conn.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        return {"status": "runtime_error", "error_type": type(e).__name__, "error_origin": "harness",
+                "error_message": _first_line(str(e))}
 
 
-def read_done(path: Path) -> set[tuple[str, str, str]]:
-    if not path.exists():
-        return set()
-    with path.open(newline="") as f:
-        return {(r["op"], r["variant"], r["dtype"]) for r in csv.DictReader(f)}
-
-
-class RowWriter:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new = not path.exists() or path.stat().st_size == 0
-        self.f = path.open("a", newline="")
-        if new:
-            self._write(dict(zip(COLUMNS, COLUMNS)))
-
-    def _write(self, row: dict) -> None:
-        buf = io.StringIO()
-        csv.DictWriter(buf, COLUMNS, extrasaction="ignore", lineterminator="\n").writerow(row)
-        self.f.write(buf.getvalue())  # one write per row
-        self.f.flush()
-        os.fsync(self.f.fileno())
-
-    def write(self, row: dict) -> None:
-        self._write(row)
-
-    def close(self) -> None:
-        self.f.close()
+def _harness_failure(error: BaseException) -> dict:
+    """The row of an op whose worker timed out or died before reporting (study/pool.py)."""
+    if isinstance(error, TimedOut):
+        return {"status": "timeout", "error_type": "Timeout", "error_origin": "harness", "error_message": str(error)}
+    if isinstance(error, WorkerDied):
+        return {"status": "runtime_error", "error_type": "WorkerCrash", "error_origin": "harness",
+                "error_message": str(error)}
+    return {"status": "runtime_error", "error_type": type(error).__name__, "error_origin": "harness",
+            "error_message": _first_line(str(error))}
 
 
 def sweep(ops: list, dtypes: list, out: Path, timeout: float, n_samples: int, workers: int,
           log_dir: Path | None, run_meta: dict) -> list[dict]:
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-    ctx = mp.get_context("fork")
-    done = read_done(out)
-    jobs = [(op, dt) for op in ops for dt in dtypes
-            if (op.name, op.variant_test_name or "", str(dt).replace("torch.", "")) not in done]
+    """Every (op, dtype) not yet in `out`, each in a process of its own from study/pool.py (at
+    most `workers` at a time, killed after `timeout` s); rows appended through study/results.py
+    as they finish. Returns the rows written."""
+    done = written_keys(out, TABLE)
+    jobs = [(op, dt) for op in ops for dt in dtypes if (*op_key(op), _dtype_name(dt)) not in done]
     n_prev = len(ops) * len(dtypes) - len(jobs)
     if n_prev:
         print(f"[opinfo] resuming: {n_prev} (op, dtype) already in {out}", file=sys.stderr)
-    writer = RowWriter(out)
-    rows: list[dict] = []
-    running: dict[Any, tuple] = {}
-    counts = collections.Counter()
-    t_start = time.time()
-    total = len(jobs)
-    queue = collections.deque(jobs)
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
 
-    def finish(key_op, dt, payload: dict, wall: float) -> None:
-        name, variant = op_key(key_op)
-        row = {c: "" for c in COLUMNS}
-        row.update({k: v for k, v in payload.items() if k in COLUMNS})
+    def task(i: int) -> dict:
+        op, dt = jobs[i]
+        log = str(log_dir / f"{full_name(*op_key(op))}.{_dtype_name(dt)}.log") if log_dir is not None else None
+        return _run_one(op, dt, n_samples, log)
+
+    rows: list[dict] = []
+    counts: collections.Counter = collections.Counter()
+    t_start = time.time()
+    for d in run_pool(task, range(len(jobs)), workers, timeout=timeout, fresh=True, poll_s=0.5):
+        op, dt = jobs[d.task]
+        payload = d.value if d.error is None else _harness_failure(d.error)
+        name, variant = op_key(op)
+        row = {c: "" for c in TABLE.columns}
+        row.update({k: v for k, v in payload.items() if k in TABLE.columns})
         row.update(run_meta)
-        row.update(op=name, variant=variant, dtype=str(dt).replace("torch.", ""), wall_s=round(wall, 3),
+        row.update(op=name, variant=variant, dtype=_dtype_name(dt), wall_s=round(d.wall_s, 3),
                    measured_at=_dt.datetime.now().isoformat(timespec="seconds"))
-        for k in ("max_abs_err", "atol", "rtol"):
-            if row.get(k) is None:
-                row[k] = ""
-        writer.write(row)
+        append_table(out, TABLE, [row])
         rows.append(row)
         counts[row["status"]] += 1
         n = sum(counts.values())
         el = time.time() - t_start
-        eta = el / n * (total - n)
+        eta = el / n * (len(jobs) - n)
         summary = " ".join(f"{s}={counts[s]}" for s in STATUSES if counts[s])
         extra = f" {row['backend_op'] or row['error_type']}" if row["status"] not in ("pass", "pass_no_triton") else ""
-        print(f"[opinfo] {n}/{total} {full_name(name, variant)} {row['dtype']}: {row['status']}{extra} "
+        print(f"[opinfo] {n}/{len(jobs)} {full_name(name, variant)} {row['dtype']}: {row['status']}{extra} "
               f"({row['wall_s']}s) | {summary} | {el/60:.1f} min, eta {eta/60:.1f} min", file=sys.stderr, flush=True)
-
-    try:
-        while queue or running:
-            while queue and len(running) < workers:
-                op, dt = queue.popleft()
-                recv, send = ctx.Pipe(duplex=False)
-                log = None
-                if log_dir is not None:
-                    log_dir.mkdir(parents=True, exist_ok=True)
-                    log = str(log_dir / f"{full_name(*op_key(op))}.{str(dt).replace('torch.', '')}.log")
-                p = ctx.Process(target=_worker, args=(op, dt, n_samples, send, log), daemon=True)
-                p.start()
-                send.close()
-                running[recv] = (p, op, dt, time.time())
-            ready = wait(list(running), timeout=0.5)
-            for conn in ready:
-                p, op, dt, t0 = running.pop(conn)
-                try:
-                    payload = conn.recv()
-                except (EOFError, OSError):
-                    p.join(5)
-                    payload = {"status": "runtime_error", "error_type": "WorkerCrash", "error_origin": "harness",
-                               "error_message": f"worker exited with code {p.exitcode} before reporting"}
-                conn.close()
-                p.join(5)
-                if p.is_alive():
-                    p.kill()
-                finish(op, dt, payload, time.time() - t0)
-            now = time.time()
-            for conn, (p, op, dt, t0) in list(running.items()):
-                if now - t0 > timeout:
-                    p.kill()
-                    p.join(5)
-                    conn.close()
-                    del running[conn]
-                    finish(op, dt, {"status": "timeout", "error_type": "Timeout", "error_origin": "harness",
-                                    "error_message": f"no result within {timeout:g} s"}, now - t0)
-    finally:
-        for conn, (p, *_r) in running.items():
-            p.kill()
-        writer.close()
     return rows
 
 
 # ----------------------------------------------------------------------------- summary
 
 def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = None) -> dict:
-    with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if dtype is None or r["dtype"] == dtype]
+    rows = [r for r in read_table(path, TABLE) if dtype is None or r["dtype"] == dtype]
     dtypes = sorted({r["dtype"] for r in rows})
     if dtype is None and len(dtypes) > 1:
         return {d: summarize(path, file, top, d) for d in dtypes}

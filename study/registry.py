@@ -15,8 +15,14 @@ the workload, so throughput and roofline fractions are computed centrally by the
     @add.impl("torch")
     def _(x, y): return x + y
 
-    @add.impl("triton")
+    @add.impl("triton", source=K.add_kernel)
     def _(x, y): ...launch the kernel from kernels/...; return out
+
+    add.impl("expert", source=E.add_program)(E.add)   # baselines/expert/<family>.py
+
+A workload declares all its implementations in its family's module, study/workloads/<family>.py,
+whose kernels are kernels/<family>*.py and whose expert programs are baselines/expert/<family>*.py;
+only `inductor`, derived from the torch reference, is added for every workload by load_all().
 """
 from __future__ import annotations
 
@@ -26,7 +32,6 @@ from typing import Any, Callable
 import torch
 
 IMPLS = ("torch", "triton", "triton_ext", "expert", "inductor")
-TOLERANCE = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "i8": 0.0, "i32": 0.0, "i64": 0.0, "f8e4m3": 1e-1}
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i8": torch.int8,
                 "i32": torch.int32, "i64": torch.int64}
 
@@ -104,18 +109,15 @@ def itemsize(dtype: str) -> int:
 
 
 def load_all() -> dict[str, Workload]:
-    """Import every study/workloads module (one per op family) so its workloads register,
-    then baselines/expert, whose modules add the `expert` implementation to them."""
+    """Import every study/workloads module (one per op family) so its workloads register with
+    the implementations they declare (torch, triton, triton_ext, expert), then add `inductor`
+    to every workload with a torch reference."""
     import importlib
     import pkgutil
 
-    import baselines.expert as expert
     import study.workloads as pkg
     for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         importlib.import_module(f"study.workloads.{m.name}")
-    # expert programs attach themselves to the workloads declared above
-    for m in sorted(pkgutil.iter_modules(expert.__path__), key=lambda m: m.name):
-        importlib.import_module(f"baselines.expert.{m.name}")
     # every workload's torch reference compiled by Inductor (study/inductor.py)
     from study.inductor import register_inductor
     register_inductor(WORKLOADS)

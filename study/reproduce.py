@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from study.results import raw_dir, read_rows
+from study.results import Table, raw_dir, read_rows, write_table
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOURCE_GLOB = "[FT][0-9]*_*.py"  # one source per table or figure: F1_speedup_vs_expert.py, T2_kernel_suite.py, ...
@@ -131,23 +131,18 @@ def run_notebooks(results: Path) -> list[str]:
 
 
 WALL_COLUMNS = ("suite", "wall_s", "rows", "workers", "engine", "cpus", "git_sha", "measured_at")
+WALL_TABLE = Table("reproduce_wall", WALL_COLUMNS, key=("suite",))
 
 
 def _write_walls(path: Path, walls: list[tuple[str, float, int]], workers: int | None, engine: str) -> None:
     """Each suite's host wall time in this reproduction (F10): replaced whole, atomically."""
-    import csv
     import datetime
 
     from study import provenance
     sha = provenance.source_fingerprint()
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(WALL_COLUMNS)
-        for name, wall, rows in walls:
-            w.writerow([name, f"{wall:.1f}", rows, workers or os.cpu_count(), engine, os.cpu_count(), sha, now])
-    tmp.replace(path)
+    write_table(path, WALL_TABLE, [dict(zip(WALL_COLUMNS, (name, f"{wall:.1f}", rows, workers or os.cpu_count(), engine,
+                                                          os.cpu_count(), sha, now))) for name, wall, rows in walls])
 
 
 def _gate_full(workloads: dict, results: Path, workers: int | None) -> None:
@@ -223,7 +218,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
         _gate_full(workloads, results, workers)
         from study import timeline
         timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
-        from backend.sim import microbench  # T1: the simulator's calibration against published peaks
+        from tools import microbench  # T1: the simulator's calibration against published peaks
         microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
         sys.stdout.flush()
         t_h200 = time.perf_counter()

@@ -1,10 +1,22 @@
-"""Chip peaks and the roofline: the one place that says how fast a chip config can go.
+"""Chip peaks and the roofline: the one place that says how fast a chip can go.
+
+Three sets of peaks, each for its own question:
+  chip_peaks(chip)    what the roofline fraction of a row is judged against: the peak figures the
+                      chip config states (a `[roofline]` or `[published]` section, or `[dpe]` /
+                      `[lpddr]` keys), else the published MTIA 2i figures scaled by PE count and
+                      clock. For h200 these are the datasheet's (H200_DATASHEET, below).
+  engine_peaks(chip)  the rates the config gives the simulator's engines (DPE FLOP/cycle per dtype,
+                      SIMD elements/cycle, off-chip bandwidth) times PEs and clock: what the timing
+                      model could at best price, used to estimate host-fallback ops in T3
+                      (study/model_coverage.py). They differ from chip_peaks where the published
+                      sheet is not the model (mtia2i: 2048 FLOP/cycle/PE x 64 x 1.35 GHz = 176.9
+                      TFLOP/s bf16 against the published 177; f32 has its own slow DPE rate here).
+  H200_DATASHEET      NVIDIA's H200 figures: the roofline of F6's measured and simulated H200
+                      rows (study/gpu.py), and the h200 config's `[published]` section
+                      (rendered from here by study/gpu_config.py).
 
 Memory-side bytes follow the timing model: `offchip_bytes` drops outputs that stay in the
-on-chip SRAM. `chip_peaks` reads peak figures from the chip config when it states them (a `[roofline]`
-section, or `[dpe]` / `[lpddr]` sections) and otherwise falls back to the published MTIA 2i
-figures, scaled by PE count and clock for other configs. When the configs gain peak keys,
-only this module changes.
+on-chip SRAM. When the configs gain peak keys, only this module changes.
 """
 from __future__ import annotations
 
@@ -17,6 +29,15 @@ from backend.configs import load_chip
 PUBLISHED_MTIA2I = {"pe_count": 64, "clock_ghz": 1.35, "bf16_tflops": 177.0, "int8_tops": 354.0,
                     "dram_gbps": 204.8}
 INT_DTYPES = frozenset({"i8", "i32", "i64"})
+
+# H200 SXM, NVIDIA H200 Tensor Core GPU product brief (dense figures: half the brief's "with
+# sparsity" ones): BF16/FP16 tensor core 989 TFLOP/s, INT8 tensor core 1979 TOP/s, FP32 67 TFLOP/s,
+# HBM3e 4.8 TB/s. The last three (L2 about 10 TB/s, shared memory 253 GB/s per SM, a launch about
+# 3 us) are not on the brief: they are the reference figures the h200 config has always carried
+# for its microbenchmark table. Units are the chip configs' [published] keys: study/gpu_config.py
+# writes this dict into backend/configs/h200.toml.
+H200_DATASHEET: dict[str, float] = {"dpe_bf16_tflops": 989, "dpe_int8_tops": 1979, "simd_tops": 67,
+                                    "offchip_gbps": 4800, "sram_gbps": 10000, "local_gbps": 253, "launch_us": 3.0}
 
 
 @dataclass(frozen=True)
@@ -60,6 +81,36 @@ def chip_peaks(chip: str) -> Peaks:
         int8 = int8 if int8 is not None else PUBLISHED_MTIA2I["int8_tops"] * scale
         bw = bw if bw is not None else PUBLISHED_MTIA2I["dram_gbps"]
     return Peaks(chip, bf16 * 1e12, int8 * 1e12, bw * 1e9, source)
+
+
+def h200_datasheet_peaks() -> Peaks:
+    """The H200 datasheet's roofline peaks (f32 judged against bf16, as chip_peaks does); the
+    h200 config states the same figures, so chip_peaks("h200") agrees (tests/study/test_peaks.py)."""
+    d = H200_DATASHEET
+    return Peaks("h200", d["dpe_bf16_tflops"] * 1e12, d["dpe_int8_tops"] * 1e12, d["offchip_gbps"] * 1e9,
+                 "NVIDIA H200 datasheet")
+
+
+@dataclass(frozen=True)
+class EnginePeaks:
+    chip: str
+    dpe_flops: dict[str, float]   # FLOP/s by dtype key (bf16, f16, f32, i8, ...)
+    simd_elems: float             # elements/s over all PEs
+    dram_bytes: float             # B/s off-chip
+
+    def gemm_flops(self, dtype: str) -> float:
+        return self.dpe_flops.get(dtype, self.dpe_flops.get("bf16"))
+
+
+def engine_peaks(chip: str) -> EnginePeaks:
+    """The config's own engine rates times PEs and clock (backend/configs/<chip>.toml)."""
+    cfg = load_chip(chip)
+    pes = cfg["pe_grid"]["rows"] * cfg["pe_grid"]["cols"]
+    hz = float(cfg["clock_ghz"]) * 1e9
+    dpe = {k: float(v) * pes * hz for k, v in cfg["dpe"]["flops_per_cycle"].items()}
+    simd = float(cfg["simd"]["elements_per_cycle"]) * pes * hz
+    bw = float(cfg["offchip"]["bandwidth_gbps"]) * 1e9
+    return EnginePeaks(cfg["name"], dpe, simd, bw)
 
 
 def offchip_bytes(nbytes: float, out_bytes: float, chip: str, regime: str = "cold") -> float:

@@ -2,20 +2,20 @@
 
 Workers are started per (chip, compile-option set) group and configured before their first
 compile, so Triton's per-process kernel caches never mix chips or option sets: forked
-processes on this machine (engine "pool", the default) or Ray actors, locally or on a cluster
+processes on this machine (engine "pool", the default: study/pool.py, the pool every sweep in
+study/ runs on) or Ray actors, locally or on a cluster
 (engine "ray"). Each worker takes whole (workload, shape) jobs and returns their rows; only
 the parent writes, one atomic append per job. A sweep resumes: (impl, dtype) pairs whose rows
 already carry the current source fingerprint and the same key are skipped.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
+import functools
 import importlib
 import inspect
 import io
 import logging
-import multiprocessing
 import os
 import pickle
 import platform
@@ -30,8 +30,9 @@ from typing import Any
 
 from study import provenance
 from study.measure import measure, reference
+from study.pool import NotStarted, WorkerDied, run_pool
 from study.registry import Workload
-from study.results import append_rows, raw_dir, read_rows, repair_partial_tail
+from study.results import append_rows, raw_dir, repair_partial_tail, written_keys
 from study.schema import DEFAULT_OPTIONS, DEFAULT_REGIME, row_key
 from study.suites import Job, Suite, plan
 
@@ -122,12 +123,6 @@ def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
 
 # ----------------------------------------------------------------------------- parent side
 
-def _done_keys(path: Path) -> set[tuple]:
-    if not path.exists():
-        return set()
-    return {row_key(r) for r in read_rows(path)}
-
-
 def _pending(jobs: list[Job], done: set[tuple], workloads: dict[str, Workload], sha: str) -> tuple[list[Job], int]:
     out, skipped = [], 0
     for j in jobs:
@@ -179,10 +174,6 @@ class EngineError(RuntimeError):
     """An engine cannot be used here (e.g. Ray is not installed)."""
 
 
-class WorkerDied(Exception):
-    """The worker running a job died; the job's rows, if any, are lost and not written."""
-
-
 Outcome = tuple[list[dict[str, Any]], int] | Exception
 
 
@@ -195,19 +186,10 @@ def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, An
 
 def _pool_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
                  shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
-    ctx = multiprocessing.get_context("fork")
-    with cf.ProcessPoolExecutor(max_workers=min(n, len(group)), mp_context=ctx, initializer=_init_worker,
-                                initargs=(chip, options, shipped)) as pool:
-        futures = {pool.submit(run_job, j, base): j for j in group}
-        for fut in cf.as_completed(futures):
-            try:
-                out: Outcome = fut.result()
-            except cf.process.BrokenProcessPool as e:
-                yield futures[fut], WorkerDied(str(e))
-                return  # every other future of a broken pool fails too
-            except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
-                out = e
-            yield futures[fut], out
+    for done in run_pool(functools.partial(run_job, base=base), group, n, initializer=_init_worker,
+                         initargs=(chip, options, shipped), stop_on_death=True):
+        if not isinstance(done.error, NotStarted):  # never started after a worker died: not run
+            yield done.task, done.value if done.error is None else done.error
 
 
 def _import_ray() -> Any:
@@ -364,7 +346,7 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
         if line is not None:
             print(f"{path}: dropped partial line {line}", file=sys.stderr)
     sha = provenance.source_fingerprint()
-    done = _done_keys(path)
+    done = written_keys(path)
     jobs, summary.skipped_done = _pending(plan(suite, workloads, only), done, workloads, sha)
     summary.jobs = len(jobs)
     base = {"run_id": uuid.uuid4().hex[:12], "git_sha": sha, "suite": suite.name,

@@ -16,6 +16,7 @@ import torch
 from backend.driver import trace_launches
 from backend.sim.trace import to_perfetto
 from study.results import RESULTS_DIR
+from study.tolerances import tolerance
 
 
 def trace_matmul(m: int = 512, n: int = 512, k: int = 1024) -> dict:
@@ -26,7 +27,8 @@ def trace_matmul(m: int = 512, n: int = 512, k: int = 1024) -> dict:
     matmul(a, b)  # compile outside the traced launch
     with trace_launches() as recs:
         c = matmul(a, b)
-    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
+    tol = tolerance("bf16", use="smoke")
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=tol, atol=tol)
     rec = recs[-1]
     doc = to_perfetto(rec.timing)
     doc["otherData"].update(kernel=rec.name, shape=f"m{m}xn{n}xk{k}", dtype="bf16", grid=list(rec.grid),

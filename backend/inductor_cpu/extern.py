@@ -1,22 +1,28 @@
-"""GEMMs and attention of Inductor graphs on the simulated chip: aten.mm / addmm / bmm as the
-expert GEMM, scaled dot-product attention as a flash-attention Triton kernel (attention.py),
-embedding bags (sum / mean) as the Triton embedding-bag kernel of kernels/recommendation.py.
+"""GEMMs, attention and embedding bags of Inductor graphs on the simulated chip.
 
 Inductor leaves GEMMs on CPU tensors to aten (extern kernels), which run on the host and have
 no simulated time. Through Inductor's post-grad custom pass (`config.post_grad_custom_post_pass`,
-an extension point, not a fork) each such node becomes `mtia_sim.gemm(a, b)`, a custom op that
-launches the expert GEMM program (baselines/expert/gemm.py) through backend.driver, so the
-launch is simulated and recorded like Inductor's own kernels. Around it the pass keeps what the
-program does not do as graph ops, so Inductor generates Triton kernels for them (simulated too):
-a non-contiguous operand (a linear layer's transposed weight) is first copied contiguous, and
-addmm's bias is added after the product.
+an extension point, not a fork) each such node becomes `mtia_sim.gemm(a, b)`, a custom op whose
+implementation launches a program through backend.driver, so the launch is simulated and
+recorded like Inductor's own kernels. Around it the pass keeps what the program does not do as
+graph ops, so Inductor generates Triton kernels for them (simulated too): a non-contiguous
+operand (a linear layer's transposed weight) is first copied contiguous, and addmm's bias is
+added after the product. Likewise scaled dot-product attention becomes `mtia_sim.sdpa` (the
+backend's flash-attention Triton kernel, attention.py) and embedding bags (sum / mean)
+`mtia_sim.embedding_bag`.
+
+This module is a registration point: the backend does not import kernels/ or baselines/, so
+the programs behind `gemm` and `embedding_bag` are registered by the backend's user with
+`register_extern` (study/inductor.py registers the expert GEMM of baselines/expert/gemm.py and
+the Triton embedding-bag kernel of kernels/recommendation.py). An op with no registered
+implementation is left to Inductor (a host fallback), as with its switch off.
 
 Switches: `extern_gemm`, `extern_sdpa`, `extern_embedding_bag` (backend/inductor_cpu/options.py). Ops in the `mtia_sim` namespace run on
 the simulated chip, so host-op accounting skips them (study/model_coverage.py, compile_mtia.py).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -27,14 +33,42 @@ NAMESPACE = "mtia_sim"
 # dtypes the expert GEMM program takes (f32 is priced at the chip's FP32 vector rate)
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
+# The ops whose implementation the backend's user registers, and what each must compute:
+#   gemm(a, b) -> a @ b: [M, K] @ [K, N], or batched [B, M, K] @ [B, K, N]; contiguous operands
+#       of one dtype in _DTYPES
+#   embedding_bag(weight, indices, offsets, mean) -> [len(offsets) - 1, D]: bag i pools (sums,
+#       or averages when `mean`) the rows weight[indices[offsets[i]:offsets[i + 1]]]
+EXTERN_OPS = ("gemm", "embedding_bag")
+_IMPLS: dict[str, Callable[..., torch.Tensor]] = {}
+
+
+def register_extern(op: str, impl: Callable[..., torch.Tensor]) -> None:
+    """Run custom op `op` (one of EXTERN_OPS) with `impl`, which launches its program(s) through
+    backend.driver; a second registration replaces the first. The graph pass routes an op to the
+    chip only while it has an implementation."""
+    if op not in EXTERN_OPS:
+        raise ValueError(f"unknown extern op {op!r}; known: {', '.join(EXTERN_OPS)}")
+    _IMPLS[op] = impl
+
+
+def registered(op: str) -> bool:
+    return op in _IMPLS
+
+
+def _impl(op: str) -> Callable[..., torch.Tensor]:
+    fn = _IMPLS.get(op)
+    if fn is None:
+        raise RuntimeError(f"{NAMESPACE}.{op} has no implementation: register one with "
+                           f"backend.inductor_cpu.extern.register_extern({op!r}, ...)")
+    return fn
+
+
 _lib = torch.library.Library(NAMESPACE, "DEF")
 _lib.define("gemm(Tensor a, Tensor b) -> Tensor")
 
 
 def _gemm_impl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    from baselines.expert.gemm import matmul
-    from baselines.expert.gemm import bmm
-    return bmm(a, b) if a.dim() == 3 else matmul(a, b)
+    return _impl("gemm")(a, b)
 
 
 def _gemm_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -66,10 +100,7 @@ _lib.define("embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool m
 
 def _embedding_bag_impl(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
                         mean: bool) -> torch.Tensor:
-    from kernels.recommendation import embedding_bag
-    # one table at row 0: the table-batched kernel of kernels/recommendation.py
-    table_offsets = torch.zeros(1, dtype=offsets.dtype)
-    return embedding_bag(weight, table_offsets, indices, offsets, 1, "mean" if mean else "sum")
+    return _impl("embedding_bag")(weight, indices, offsets, mean)
 
 
 def _embedding_bag_fake(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
@@ -97,9 +128,9 @@ class GemmToChip(CustomGraphPass):
     def __call__(self, graph: torch.fx.Graph) -> None:
         if options.enabled("extern_sdpa"):
             _sdpa_to_chip(graph)
-        if options.enabled("extern_embedding_bag"):
+        if options.enabled("extern_embedding_bag") and registered("embedding_bag"):
             _embedding_bag_to_chip(graph)
-        if not options.enabled("extern_gemm"):
+        if not (options.enabled("extern_gemm") and registered("gemm")):
             graph.lint()
             return
         aten = torch.ops.aten
@@ -133,7 +164,7 @@ class GemmToChip(CustomGraphPass):
         graph.lint()
 
     def uuid(self) -> Any:
-        return ("mtia_sim.GemmToChip", 3, tuple(sorted(options.activate_current().items())))
+        return ("mtia_sim.GemmToChip", 3, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
 
 
 def _sdpa_to_chip(graph: torch.fx.Graph) -> None:

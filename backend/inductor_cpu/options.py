@@ -10,11 +10,12 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
   spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
-  program on the simulated chip (extern.py), so their time is simulated.
+  program on the simulated chip (extern.py; the study registers the program), so their time is
+  simulated.
 - `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
   additive mask (attention.py).
 - `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
-  embedding-bag kernel of kernels/recommendation.py.
+  embedding-bag kernel of kernels/recommendation.py (registered by the study, as the GEMM).
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.

@@ -83,7 +83,7 @@ del isinfinite
 
 def lower_extern(e: Any, op: Any) -> None:
     """Lowering rule for tt.extern_elementwise produced by this module."""
-    from backend.sim.isa import SFU_FUNCTIONS
+    from backend.program import SFU_FUNCTIONS
     symbol = op.attrs.get("symbol", "")
     if symbol not in EXTERN_FN:
         raise e.error(op, f"extern function '{symbol}' is not available on MTIA")

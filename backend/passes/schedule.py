@@ -5,8 +5,8 @@ what can overlap. Source order is often poor: in the online softmax, `alpha = ex
 and the rescale `acc * alpha` come after the big `exp2(S - m_new)` in the source, so the SFU
 computes P before alpha and the SIMD rescale of the accumulator waits for both, although it
 needs only alpha. Ordering ops by the time they could start on an idle machine (a list
-schedule without resource limits, costs from the chip config) issues small producers as soon
-as their inputs exist and lets the rescale run on SIMD while the SFU computes P.
+schedule without resource limits, costs from the timing model's cost rules) issues small
+producers as soon as their inputs exist and lets the rescale run on SIMD while the SFU computes P.
 
 Only data dependences and memory order constrain the new order: stores, atomics and other
 effects keep their order among themselves and relative to every load; nested control flow
@@ -14,9 +14,11 @@ moves as one unit. Ties keep source order, so a region without slack is left as 
 """
 from __future__ import annotations
 
-from backend.sim.isa import SFU_FUNCTIONS
-from backend.lowering import _BINARY, _UNARY
+from backend.sim.cost import K_MLU, K_RE, K_SFU, K_SIMD, ChipModel, layout_inputs, reduce_inputs, vector_inputs
 from backend.passes.dce import EFFECTS as _EFFECTS, TERMINATORS as _TERMINATORS
+from backend.program import SFU_FUNCTIONS
+from backend.tile_ir import BINARY_FUNCTIONS as _BINARY
+from backend.tile_ir import UNARY_FUNCTIONS as _UNARY
 from backend.tile_ir import Function, Op, Region, reads, walk
 
 _VIEWS = {"tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.splat", "arith.constant", "tt.make_range"}
@@ -24,17 +26,15 @@ _LOADS = {"tt.load", "mtia.dma_load", "mtia.gather"}
 
 
 class _Costs:
-    """Cycles an op would take alone on its engine (an estimate for ordering, not the timing);
-    the rates are the timing model's (ChipModel)."""
+    """Cycles an op would take alone on its engine (an estimate for ordering, not the timing),
+    from the timing model's cost rules (backend/sim/cost): an engine's throughput term without
+    its setup, a dot at the DPE's BF16 rate unpadded, a load at a PE's share of the off-chip
+    bandwidth (the slow case, a first read: ordering work that waits for a load as if it were
+    fast would block an in-order engine behind it)."""
 
     def __init__(self, chip: dict):
-        from backend.sim.timing import ChipModel
-        cm = ChipModel(chip)
-        self.simd, self.sfu, self.re, self.mlu = cm.simd_epc, cm.sfu_epc, cm.re_epc, cm.mlu_bpc
-        self.dpe = cm.dpe_rate["bf16"]
-        # a PE's share of the off-chip bandwidth: the slow case (a first read); ordering work
-        # that waits for a load as if it were fast would block an in-order engine behind it
-        self.dma = cm.off_bpc / cm.n_pe
+        self.cm = ChipModel(chip)
+        self.dma_share = self.cm.shares(self.cm.n_pe)[1]
 
     def of(self, op: Op) -> float:
         if op.regions and op.name not in ("tt.reduce", "tt.scan"):
@@ -42,20 +42,19 @@ class _Costs:
         res = op.results[0].type if op.results else None
         if res is None or not res.is_tile or op.name in _VIEWS:
             return 1.0
-        n = res.numel
+        cm, n = self.cm, res.numel
         if op.name == "tt.dot":
             k = op.operands[0].type.shape[-1]
-            return 2.0 * n * k / self.dpe
+            return cm.dpe_time(2.0 * n * k, "bf16")
         if op.name in _LOADS:
-            return res.nbytes / self.dma
+            return res.nbytes / self.dma_share
         if op.name in ("tt.reduce", "tt.scan"):
-            return op.operands[0].type.numel / self.re
+            return cm.cycles(K_RE, reduce_inputs(op.operands[0].type.numel, 1), setup=False)
         if op.name in ("tt.trans", "tt.join", "tt.split", "tt.cat"):
-            return res.nbytes / self.mlu
+            return cm.cycles(K_MLU, layout_inputs(res.nbytes), setup=False)
         # the engine the lowering picks for it (lowering._binary / _unary)
-        if (_UNARY.get(op.name) or _BINARY.get(op.name)) in SFU_FUNCTIONS:
-            return n / self.sfu
-        return n / self.simd
+        kind = K_SFU if (_UNARY.get(op.name) or _BINARY.get(op.name)) in SFU_FUNCTIONS else K_SIMD
+        return cm.cycles(kind, vector_inputs(n, res.elem), setup=False)
 
 
 def run(fn: Function, chip: dict) -> int:

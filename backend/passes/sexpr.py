@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 from backend.tile_ir import Value
 
-Monomial = tuple  # tuple of Values sorted by name
-
 
 @dataclass(frozen=True)
 class SExpr:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from backend.sim.isa import ITEMSIZE, SFU_FUNCTIONS, Block, Buffer, Instr, Program
+from backend.program import ITEMSIZE, SFU_FUNCTIONS, Block, Buffer, Instr, Program
 
 ALIGN = 64
 Operand = Any  # a Reg, an int / float / bool constant

@@ -4,8 +4,9 @@ Programs run one after another (pid x fastest, as Triton numbers them). Each exe
 instruction reports its cost inputs; the list of (instruction, cost) per program is what the
 timing model prices. Control flow (for / if / while) is run here, by the command processor.
 `execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
-produce the same cost inputs without computing tile data (for simulator speed on big shapes),
-except where that data reaches an address, a mask, a bound or a branch (values_needed).
+produce the same cost inputs (through the same constructors, backend/sim/cost/inputs.py)
+without computing tile data (for simulator speed on big shapes), except where that data
+reaches an address, a mask, a bound or a branch (values_needed).
 In timing mode the programs of a grid run in lockstep where they can (lockstep.py): once for
 all the programs that execute the same instructions with the same cost inputs.
 The hot instructions of both modes run through per-instruction fast paths (fastpath.py), which
@@ -19,13 +20,15 @@ from typing import Any
 
 import torch
 
-from backend.sim.isa import (SEMANTICS, TORCH_DTYPE, Block, ExecState, Instr, Program, SimulationError,
-                             registers_in)
+from backend.program import TORCH_DTYPE, Block, Instr, Program, registers_in
 from backend.sim import lockstep
+from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, ReduceInputs, VectorInputs, fma_inputs, matmul_inputs,
+                                     reduce_inputs, vector_inputs)
 from backend.sim.fastpath import specialise, without_gc
-from backend.sim.memory import GlobalMemory
+from backend.sim.isa import SEMANTICS, ExecState, SimulationError
+from backend.sim.memory import GlobalMemory, placeholder
 
-Event = tuple  # (instr, cost dict or None): one executed instruction
+Event = tuple  # (instr, its cost inputs or None): one executed instruction
 
 
 @dataclass
@@ -45,22 +48,6 @@ class ProgramTrace:
 # Replacements for the heavy tile instructions: same cost inputs, no tile arithmetic. A
 # destination keeps its previous tensor when the shape and dtype match (no allocation).
 
-def _placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch.Tensor:
-    cur = st.r.get(reg)
-    tdt = TORCH_DTYPE[dtype]
-    if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
-        return cur
-    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
-    # register's tensor in place, and in this mode tile contents are meaningless anyway
-    zeros = st.memory.placeholders
-    key = (tdt, tuple(shape))
-    t = zeros.get(key)
-    if t is None:
-        t = zeros[key] = torch.zeros(shape, dtype=tdt)
-    st.r[reg] = t
-    return t
-
-
 def _shape_of(x: Any) -> list[int]:
     return list(x.shape) if isinstance(x, torch.Tensor) else []
 
@@ -76,46 +63,42 @@ def _broadcast(shapes: list[list[int]]) -> list[int]:
     return out
 
 
-def _t_matmul(st: ExecState, ins: Instr) -> dict:
+def _t_matmul(st: ExecState, ins: Instr) -> MatmulInputs:
     a, b = st.v(ins.args["a"]), st.v(ins.args["b"])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    _placeholder(st, ins.dst[0], list(a.shape[:-1]) + [n], ins.attrs["out_dtype"])
-    batch = a.numel() // (m * k)
-    return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": ins.attrs["in_dtype"],
-            "flops": 2 * batch * m * n * k}
+    placeholder(st, ins.dst[0], list(a.shape[:-1]) + [n], ins.attrs["out_dtype"])
+    return matmul_inputs(a.numel() // (m * k), m, n, k, ins.attrs["in_dtype"])
 
 
-def _t_elementwise(st: ExecState, ins: Instr) -> dict:
+def _t_elementwise(st: ExecState, ins: Instr) -> VectorInputs:
     shapes = [_shape_of(st.v(v)) for k, v in ins.args.items() if isinstance(v, str)]
     shape = _broadcast(shapes)
     out_dtype = ins.attrs.get("out_dtype") or ins.attrs.get("to") or ins.attrs.get("dtype")
     if ins.op == "simd.cmp":
         out_dtype = "i1"
-    out = _placeholder(st, ins.dst[0], shape, out_dtype)
-    cost = {"elements": out.numel(), "dtype": ins.attrs.get("to") or ins.attrs["dtype"]}
-    if ins.op == "simd.fma":
-        cost["flops_per_element"] = 2
-    return cost
+    out = placeholder(st, ins.dst[0], shape, out_dtype)
+    inputs = fma_inputs if ins.op == "simd.fma" else vector_inputs
+    return inputs(out.numel(), ins.attrs.get("to") or ins.attrs["dtype"])
 
 
-def _t_splat(st: ExecState, ins: Instr) -> dict:
-    out = _placeholder(st, ins.dst[0], ins.attrs["shape"], ins.attrs["dtype"])
-    return {"elements": out.numel(), "dtype": ins.attrs["dtype"]}
+def _t_splat(st: ExecState, ins: Instr) -> VectorInputs:
+    out = placeholder(st, ins.dst[0], ins.attrs["shape"], ins.attrs["dtype"])
+    return vector_inputs(out.numel(), ins.attrs["dtype"])
 
 
-def _t_reduce(st: ExecState, ins: Instr) -> dict:
+def _t_reduce(st: ExecState, ins: Instr) -> ReduceInputs:
     if ins.attrs.get("kind") is None or len(ins.args["srcs"]) != 1:
         return SEMANTICS[ins.op].run(st, ins)
     src = st.v(ins.args["srcs"][0])
     axis = ins.attrs["axis"] % src.dim()
     shape = [d for i, d in enumerate(src.shape) if i != axis]
     if shape:
-        out = _placeholder(st, ins.dst[0], shape, _dtype_name(src.dtype))
+        out = placeholder(st, ins.dst[0], shape, _dtype_name(src.dtype))
         n_out = out.numel()
     else:
         st.r[ins.dst[0]] = 0
         n_out = 1
-    return {"elements": src.numel(), "out_elements": n_out, "combine_ops": 1}
+    return reduce_inputs(src.numel(), n_out, 1)
 
 
 _DTYPE_NAME = {v: k for k, v in reversed(list(TORCH_DTYPE.items()))}
@@ -125,7 +108,7 @@ def _dtype_name(t: torch.dtype) -> str:
     return _DTYPE_NAME[t]
 
 
-def _t_dma_load(st: ExecState, ins: Instr) -> dict:
+def _t_dma_load(st: ExecState, ins: Instr) -> DmaInputs:
     if ins.args.get("mask") is not None:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
@@ -141,11 +124,11 @@ def _t_dma_load(st: ExecState, ins: Instr) -> dict:
         sub.append(hi - lo)
         start += lo * s
         n *= hi - lo
-    _placeholder(st, ins.dst[0], shape, dtype)
-    return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
+    placeholder(st, ins.dst[0], shape, dtype)
+    return mem._dma_cost(r, dtype, n, strides, start, sub)
 
 
-def _t_dma_store(st: ExecState, ins: Instr) -> dict:
+def _t_dma_store(st: ExecState, ins: Instr) -> DmaInputs:
     if ins.args.get("mask") is not None:
         return SEMANTICS[ins.op].run(st, ins)
     mem = st.memory
@@ -157,7 +140,7 @@ def _t_dma_store(st: ExecState, ins: Instr) -> dict:
         sub.append(hi - lo)
         start += lo * s
         n *= max(hi - lo, 0)
-    return mem._dma_cost(r, dtype, n, shape, strides, start, sub)
+    return mem._dma_cost(r, dtype, n, strides, start, sub)
 
 
 TIMING_ONLY = {
@@ -391,7 +374,7 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
     base = bind_params(program, args)
 
     def run_one(pid: tuple[int, int, int]) -> ProgramTrace:
-        st = ExecState(memory, pid, grid, program.name)
+        st = ExecState(memory, pid, grid, program.name, run_block)
         st.r.update(base)
         st.events = [] if record else None
         run_block(st, program.body, [])
@@ -400,7 +383,8 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
     if mode == "timing" and record and lockstep.enabled():
         # programs that differ only in what their program id reaches run together, once
         traces = lockstep.run_grouped(program, grid, memory, base, run_one,
-                                      lambda pid, g, lane: ProgramTrace(pid, g.events, regions, g, lane))
+                                      lambda pid, g, lane: ProgramTrace(pid, g.events, regions, g, lane),
+                                      run_block)
         if traces is not None:
             return traces
     gx, gy, gz = grid

@@ -25,9 +25,11 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from backend.sim.isa import (_FP8, BINARY, CMP, INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, UNARY, ExecState, Instr,
-                             _div_trunc_int, _reduce_builtin, widen_fp8)
-from backend.sim.memory import GlobalMemory, _descriptor_plan, _non_overlapping
+from backend.program import INT_BITS, ITEMSIZE, SFU_FUNCTIONS, TORCH_DTYPE, Instr
+from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, dma_extent, dma_inputs, fma_inputs, matmul_inputs,
+                                     reduce_inputs, vector_inputs)
+from backend.sim.isa import _FP8, BINARY, CMP, UNARY, ExecState, _div_trunc_int, _reduce_builtin, widen_fp8
+from backend.sim.memory import _descriptor_plan, _non_overlapping
 
 Runner = Callable[[ExecState, Instr], Any]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -174,7 +176,7 @@ def _two_operands(ins: Instr, op: Callable, dtype: str, out_tdt: torch.dtype) ->
         if out.dtype != out_tdt:
             out = out.to(out_tdt)
         r[dst] = out
-        return {"elements": out.numel(), "dtype": dtype}
+        return vector_inputs(out.numel(), dtype)
     return run
 
 
@@ -199,7 +201,7 @@ def _tile_unary(ins: Instr, generic: Runner) -> Runner | None:
         if out.dtype != odt:
             out = out.to(odt)
         r[dst] = out
-        return {"elements": out.numel(), "dtype": dtype}
+        return vector_inputs(out.numel(), dtype)
     return run
 
 
@@ -218,7 +220,7 @@ def _cast(ins: Instr, generic: Runner) -> Runner | None:
             return generic(st, ins)
         out = x.to(tdt)
         r[dst] = out
-        return {"elements": out.numel(), "dtype": to}
+        return vector_inputs(out.numel(), to)
     return run
 
 
@@ -238,21 +240,21 @@ def _reduce(ins: Instr, generic: Runner) -> Runner | None:
             return generic(st, ins)
         o = _reduce_builtin(x, kind, axis)
         r[dst] = o if o.dim() > 0 else o.item()
-        return {"elements": x.numel(), "out_elements": o.numel(), "combine_ops": combine}
+        return reduce_inputs(x.numel(), o.numel(), combine)
     return run
 
 
 def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
     """Timing mode's elementwise stand-in (executor._t_elementwise) when every tile operand has
     the same shape (broadcasting operands take the generic one)."""
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
     attrs = ins.attrs
     regs = tuple(v for v in ins.args.values() if isinstance(v, str))
     out_dtype = "i1" if ins.op == "simd.cmp" else (attrs.get("out_dtype") or attrs.get("to") or attrs.get("dtype"))
     cost_dtype = attrs.get("to") or attrs.get("dtype")
     if not regs or cost_dtype is None or out_dtype is None:
         return None
-    fma = ins.op == "simd.fma"
+    inputs = fma_inputs if ins.op == "simd.fma" else vector_inputs
     dst = ins.dst[0]
 
     def run(st: ExecState, ins: Instr) -> dict:
@@ -268,21 +270,19 @@ def _t_elementwise(ins: Instr, generic: Runner) -> Runner | None:
         if not shape:
             return generic(st, ins)
         out = _placeholder(st, dst, list(shape), out_dtype)
-        if fma:
-            return {"elements": out.numel(), "dtype": cost_dtype, "flops_per_element": 2}
-        return {"elements": out.numel(), "dtype": cost_dtype}
+        return inputs(out.numel(), cost_dtype)
     return run
 
 
 def _t_matmul(ins: Instr, generic: Runner) -> Runner | None:
     """Timing mode's dpe.matmul stand-in (executor._t_matmul) on two tile registers."""
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
     ra, rb = ins.args["a"], ins.args["b"]
     if not isinstance(ra, str) or not isinstance(rb, str):
         return None
     in_dtype, out_dtype, dst = ins.attrs["in_dtype"], ins.attrs["out_dtype"], ins.dst[0]
     odt = TORCH_DTYPE[out_dtype]
-    costs: dict[tuple, dict] = {}  # (a's shape, n) -> cost inputs, copied per event
+    costs: dict[tuple, MatmulInputs] = {}  # (a's shape, n) -> cost inputs, copied per event
 
     def run(st: ExecState, ins: Instr) -> dict:
         r = st.r
@@ -296,9 +296,7 @@ def _t_matmul(ins: Instr, generic: Runner) -> Runner | None:
         c = costs.get((sa, n))
         if c is None:
             m, k = sa[-2], sa[-1]
-            batch = a.numel() // (m * k)
-            c = costs[(sa, n)] = {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype,
-                                  "flops": 2 * batch * m * n * k}
+            c = costs[(sa, n)] = matmul_inputs(a.numel() // (m * k), m, n, k, in_dtype)
         return dict(c)
     return run
 
@@ -326,8 +324,7 @@ def _matmul(ins: Instr, generic: Runner) -> Runner | None:
         r[dst] = out
         sa = a.shape
         m, k, n = sa[-2], sa[-1], b.shape[-1]
-        batch = a.numel() // (m * k)
-        return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": in_dtype, "flops": 2 * batch * m * n * k}
+        return matmul_inputs(a.numel() // (m * k), m, n, k, in_dtype)
     return run
 
 
@@ -355,20 +352,16 @@ def _dma(ins: Instr, store: bool, timing: bool, generic: Runner) -> Runner | Non
     size = ITEMSIZE[dtype]
     # the size part of the cost inputs (bytes, elements, runs, run bytes) depends only on the
     # box's extents and the strides: computed once per distinct pair, the address part per call
-    sizes: dict[tuple, tuple] = {}
+    sizes: dict[tuple, tuple[int, int, int, int]] = {}
     held: list = [object()]  # the placeholder tile a timing-mode load left in its register (none yet)
-    from backend.sim.executor import _placeholder
+    from backend.sim.memory import placeholder as _placeholder
 
-    def cost(reg: Any, n: int, strides: list[int], start: int, sub: list[int]) -> dict:
+    def cost(reg: Any, n: int, strides: list[int], start: int, sub: list[int]) -> DmaInputs:
         key = (*sub, *strides)
         c = sizes.get(key)
         if c is None:
-            full = GlobalMemory._dma_cost(reg, dtype, n, shape, strides, start, sub)
-            sizes[key] = (full["bytes"], full["elements"], full["runs"], full["run_bytes"])
-            return full
-        addr = reg.start + start * size
-        return {"bytes": c[0], "elements": c[1], "runs": c[2], "run_bytes": c[3], "region": reg.index,
-                "addr": addr, "aligned32": addr % 32 == 0}
+            c = sizes[key] = dma_extent(size, n, strides, sub)
+        return dma_inputs(c, reg.index, reg.start + start * size)
 
     def run(st: ExecState, ins: Instr) -> dict:
         r_ = st.r

@@ -1,9 +1,11 @@
-"""The MTIA intrinsic instruction set: program format, semantics and cost inputs.
+"""The MTIA intrinsic instruction set: semantics and cost inputs of every instruction.
 
-This module is the single definition of the ISA. The compiler's last level emits a
-`Program`; the functional simulator executes it through `SEMANTICS`; the timing model
-prices each executed instruction from the `cost inputs` the semantics report. A new
-instruction is one `@instruction` entry here plus one lowering rule in the compiler.
+The program format (Program, Block, Instr, dtypes) is backend/program.py, the contract with the
+compiler; this module says what each instruction of it does. The functional simulator
+executes a program through `SEMANTICS`; the timing model prices each executed instruction from
+the `cost inputs` the semantics report (typed records built by backend/sim/cost/inputs.py; the
+rules that price them are in backend/sim/cost/). A new instruction is one `@instruction` entry
+here plus one lowering rule in the compiler.
 
 Values: scalar registers hold Python numbers (ints wrap to their width); tile registers hold
 torch tensors that live in the PE's local memory. Pointers are integer byte addresses.
@@ -12,28 +14,16 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-ENGINES = ("CTRL", "SCALAR", "DMA_IN", "DMA_OUT", "DPE", "SIMD", "SFU", "RE", "MLU")
-
-_PREFIX_ENGINE = {
-    "ctl": "CTRL", "scalar": "SCALAR", "dma_in": "DMA_IN", "dma_out": "DMA_OUT",
-    "dpe": "DPE", "simd": "SIMD", "sfu": "SFU", "re": "RE", "mlu": "MLU",
-}
+from backend.program import ENGINE_OF_PREFIX, INT_BITS, SFU_FUNCTIONS, TORCH_DTYPE, Block, Instr, Operand
+from backend.sim.cost.inputs import (LayoutInputs, VectorInputs, fma_inputs, layout_inputs, matmul_inputs,
+                                     reduce_inputs, simd_matmul_inputs, tree_reduce_inputs, vector_inputs)
 
 # ----------------------------------------------------------------------------- dtypes
-
-TORCH_DTYPE = {
-    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-    "u8": torch.uint8, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
-    "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2,
-    "ptr": torch.int64,
-}
-ITEMSIZE = {k: (1 if k == "i1" else torch.empty(0, dtype=v).element_size()) for k, v in TORCH_DTYPE.items()}
-INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "ptr": 64, "u8": 8}
 
 
 def is_float(dtype: str) -> bool:
@@ -77,93 +67,6 @@ def coerce_scalar(value: Any, dtype: str) -> Any:
     return round_float(float(value), dtype)
 
 
-# ----------------------------------------------------------------------------- program format
-
-Operand = Any  # "%name" register, a number, a bool, None, or a list of operands
-
-
-@dataclass
-class Block:
-    params: list[str]
-    instrs: list["Instr"]
-    results: list[Operand] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"params": self.params, "instrs": [i.to_json() for i in self.instrs], "results": self.results}
-
-    @staticmethod
-    def from_json(d: dict) -> "Block":
-        return Block(d["params"], [Instr.from_json(i) for i in d["instrs"]], d["results"])
-
-
-@dataclass
-class Instr:
-    op: str
-    dst: list[str]
-    args: dict[str, Operand]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    loc: str = ""
-    bodies: list[Block] = field(default_factory=list)
-    waits: list[str] = field(default_factory=list)  # registers whose producers this waits for
-
-    @property
-    def engine(self) -> str:
-        return _PREFIX_ENGINE[self.op.split(".", 1)[0]]
-
-    def to_json(self) -> dict:
-        d = {"op": self.op, "engine": self.engine, "dst": self.dst, "args": self.args, "waits": self.waits}
-        if self.attrs:
-            d["attrs"] = self.attrs
-        if self.loc:
-            d["loc"] = self.loc
-        if self.bodies:
-            d["bodies"] = [b.to_json() for b in self.bodies]
-        return d
-
-    @staticmethod
-    def from_json(d: dict) -> "Instr":
-        return Instr(d["op"], d["dst"], d["args"], d.get("attrs", {}), d.get("loc", ""),
-                     [Block.from_json(b) for b in d.get("bodies", [])], d.get("waits", []))
-
-
-@dataclass
-class Buffer:
-    """A tile's home in local memory: `copies` > 1 when DMA into it is multi-buffered."""
-    shape: list[int]
-    dtype: str
-    offset: int
-    nbytes: int
-    copies: int = 1
-
-
-@dataclass
-class Program:
-    name: str
-    params: list[dict]          # {"name", "kind": "ptr"|"int"|"float", "dtype", "reg"}
-    body: Block
-    buffers: dict[str, Buffer]  # tile register -> local-memory buffer
-    local_mem_bytes: int        # peak local memory the program needs on one PE
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "params": self.params, "body": self.body.to_json(),
-                "buffers": {k: vars(v) for k, v in self.buffers.items()},
-                "local_mem_bytes": self.local_mem_bytes, "meta": self.meta}
-
-    @staticmethod
-    def from_json(d: dict) -> "Program":
-        return Program(d["name"], d["params"], Block.from_json(d["body"]),
-                       {k: Buffer(**v) for k, v in d["buffers"].items()}, d["local_mem_bytes"], d.get("meta", {}))
-
-
-def registers_in(operand: Operand) -> list[str]:
-    if isinstance(operand, str) and operand.startswith("%"):
-        return [operand]
-    if isinstance(operand, (list, tuple)):
-        return [r for o in operand for r in registers_in(o)]
-    return []
-
-
 # ----------------------------------------------------------------------------- semantics registry
 
 @dataclass(frozen=True)
@@ -180,21 +83,29 @@ def instruction(op: str) -> Callable:
     """Register the semantics of `op`. The function executes the instruction on an
     ExecState and returns its cost inputs (a dict the timing model prices) or None."""
     def deco(fn: Callable) -> Callable:
-        assert op.split(".", 1)[0] in _PREFIX_ENGINE, op
+        assert op.split(".", 1)[0] in ENGINE_OF_PREFIX, op
         SEMANTICS[op] = InstrDef(op, fn, (fn.__doc__ or "").strip())
         return fn
     return deco
 
 
-class ExecState:
-    """Registers of one program instance plus handles to the machine it runs on."""
+BlockRunner = Callable[["ExecState", Block, list], list]
 
-    def __init__(self, memory: Any, pid: tuple[int, int, int], nprog: tuple[int, int, int], kernel: str):
+
+class ExecState:
+    """Registers of one program instance plus handles to the machine it runs on. `run_block`
+    is the executor's block runner (run_block(state, block, args) -> block results), which the
+    instructions with combine regions (re.reduce, re.scan) call: semantics never import the
+    executor."""
+
+    def __init__(self, memory: Any, pid: tuple[int, int, int], nprog: tuple[int, int, int], kernel: str,
+                 run_block: BlockRunner):
         self.r: dict[str, Any] = {}
         self.memory = memory
         self.pid = pid
         self.nprog = nprog
         self.kernel = kernel
+        self.run_block = run_block
         self.events: list | None = None
 
     def v(self, operand: Operand) -> Any:
@@ -330,12 +241,6 @@ UNARY: dict[str, Callable] = {
     "y1": torch.special.bessel_y1, "ilogb": lambda x: (torch.frexp(x)[1] - 1).to(torch.int32),
     "popc": None, "clz": None,
 }
-SFU_FUNCTIONS = frozenset({
-    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
-    "tanh", "erf", "sigmoid", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "erfc", "lgamma", "pow", "atan2", "recip", "hypot", "erfinv", "erfcx", "i0", "i1", "j0", "j1", "y0", "y1",
-    "nextafter",
-})
 
 
 def _popc(x: torch.Tensor) -> torch.Tensor:
@@ -442,8 +347,8 @@ def _numel(x: Any) -> int:
     return x.numel() if isinstance(x, torch.Tensor) else 1
 
 
-def _elementwise_cost(out: Any, dtype: str) -> dict:
-    return {"elements": _numel(out), "dtype": dtype}
+def _elementwise_cost(out: Any, dtype: str) -> VectorInputs:
+    return vector_inputs(_numel(out), dtype)
 
 
 # --- scalar engine: program ids, constants, integer/pointer arithmetic on scalar registers
@@ -678,7 +583,7 @@ def _simd_fma(st: ExecState, ins: Instr):
     if out.dtype != TORCH_DTYPE[dtype]:
         out = out.to(TORCH_DTYPE[dtype])
     st.r[ins.dst[0]] = out
-    return {"elements": _numel(out), "dtype": dtype, "flops_per_element": 2}
+    return fma_inputs(_numel(out), dtype)
 
 
 @instruction("simd.clamp")
@@ -707,8 +612,8 @@ def _taddptr(st: ExecState, ins: Instr):
 
 # --- memory layout unit: shape changes that move data inside local memory
 
-def _layout_cost(out: torch.Tensor) -> dict:
-    return {"bytes": out.numel() * out.element_size()}
+def _layout_cost(out: torch.Tensor) -> LayoutInputs:
+    return layout_inputs(out.numel() * out.element_size())
 
 
 @instruction("mlu.broadcast")
@@ -716,7 +621,7 @@ def _broadcast(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     out = a.expand(ins.attrs["shape"]) if isinstance(a, torch.Tensor) else torch.tensor(a).expand(ins.attrs["shape"])
     st.r[ins.dst[0]] = out
-    return {"bytes": 0} if ins.attrs.get("view") else _layout_cost(out)
+    return layout_inputs(0) if ins.attrs.get("view") else _layout_cost(out)
 
 
 @instruction("mlu.reshape")
@@ -725,7 +630,7 @@ def _reshape(st: ExecState, ins: Instr):
     a = st.v(ins.args["a"])
     out = a.reshape(ins.attrs["shape"])
     st.r[ins.dst[0]] = out
-    return {"bytes": 0 if ins.attrs.get("view", False) else out.numel() * out.element_size()}
+    return layout_inputs(0 if ins.attrs.get("view", False) else out.numel() * out.element_size())
 
 
 @instruction("mlu.permute")
@@ -786,9 +691,7 @@ def _matmul(st: ExecState, ins: Instr):
     st.r[ins.dst[0]] = out
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
-    batch = a.numel() // (m * k)
-    return {"m": m, "n": n, "k": k, "batch": batch, "in_dtype": ins.attrs["in_dtype"],
-            "flops": 2 * batch * m * n * k}
+    return matmul_inputs(a.numel() // (m * k), m, n, k, ins.attrs["in_dtype"])
 
 
 @instruction("simd.matmul")
@@ -804,8 +707,7 @@ def _simd_matmul(st: ExecState, ins: Instr):
     st.r[ins.dst[0]] = out
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
-    batch = a.numel() // (m * k)
-    return {"elements": batch * m * n * k, "passes": batch * k, "dtype": "f32", "flops_per_element": 2}
+    return simd_matmul_inputs(a.numel() // (m * k), m, n, k)
 
 
 # --- reduction engine
@@ -833,11 +735,11 @@ def _reduce_builtin(x: torch.Tensor, kind: str, axis: int) -> torch.Tensor:
 class RegionRunner:
     """Runs a combine region (a Block of elementwise instructions) on whole tiles."""
 
-    def __init__(self, st: ExecState, block: Block, run_block: Callable):
-        self.st, self.block, self.run_block = st, block, run_block
+    def __init__(self, st: ExecState, block: Block):
+        self.st, self.block = st, block
 
     def __call__(self, lhs: list, rhs: list) -> list:
-        return self.run_block(self.st, self.block, list(lhs) + list(rhs))
+        return self.st.run_block(self.st, self.block, list(lhs) + list(rhs))
 
 
 def tree_reduce(values: list[torch.Tensor], axis: int, combine: Callable) -> list[torch.Tensor]:
@@ -864,12 +766,10 @@ def _re_reduce(st: ExecState, ins: Instr):
     if kind is not None:
         outs = [_reduce_builtin(srcs[0], kind, axis)]
     else:
-        from backend.sim.executor import run_block
-        outs = tree_reduce(srcs, axis, RegionRunner(st, ins.bodies[0], run_block))
+        outs = tree_reduce(srcs, axis, RegionRunner(st, ins.bodies[0]))
     for d, o in zip(ins.dst, outs):
         st.r[d] = o if o.dim() > 0 else o.item()
-    return {"elements": sum(s.numel() for s in srcs), "out_elements": _numel(outs[0]),
-            "combine_ops": len(ins.bodies[0].instrs) if ins.bodies else 1}
+    return reduce_inputs(sum(s.numel() for s in srcs), _numel(outs[0]), len(ins.bodies[0].instrs) if ins.bodies else 1)
 
 
 def hillis_steele_scan(values: list[torch.Tensor], axis: int, reverse: bool, combine: Callable) -> list:
@@ -897,8 +797,7 @@ def _simd_reduce(st: ExecState, ins: Instr):
     n = max(1, st.v(ins.args["srcs"][0]).shape[ins.attrs["axis"]]) if isinstance(
         st.v(ins.args["srcs"][0]), torch.Tensor) else 1
     passes = max(1, (n - 1).bit_length())
-    return {"elements": cost["elements"], "dtype": "f32", "passes": passes,
-            "flops_per_element": cost.get("combine_ops", 1)}
+    return tree_reduce_inputs(cost["elements"], passes, cost.get("combine_ops", 1))
 
 
 @instruction("re.scan")
@@ -914,14 +813,12 @@ def _re_scan(st: ExecState, ins: Instr):
         out = torch.cumsum(widen_fp8(x), dim=axis, dtype=torch.float32 if x.dtype in _FP8 else acc).to(x.dtype)
         outs = [out.flip(axis) if reverse else out]
     else:
-        from backend.sim.executor import run_block
-        outs = hillis_steele_scan(srcs, axis, reverse, RegionRunner(st, ins.bodies[0], run_block))
+        outs = hillis_steele_scan(srcs, axis, reverse, RegionRunner(st, ins.bodies[0]))
     for d, o in zip(ins.dst, outs):
         st.r[d] = o
     if ins.attrs.get("total"):  # a last dst: the scan's final element along axis (the total)
         st.r[ins.dst[-1]] = outs[0].select(axis, 0 if reverse else -1)
-    return {"elements": sum(s.numel() for s in srcs), "out_elements": _numel(outs[0]),
-            "combine_ops": len(ins.bodies[0].instrs) if ins.bodies else 1}
+    return reduce_inputs(sum(s.numel() for s in srcs), _numel(outs[0]), len(ins.bodies[0].instrs) if ins.bodies else 1)
 
 
 @instruction("re.histogram")
@@ -934,7 +831,7 @@ def _histogram(st: ExecState, ins: Instr):
     x = x[(x >= 0) & (x < bins)]
     out = torch.bincount(x, minlength=bins).to(TORCH_DTYPE[ins.attrs["dtype"]])
     st.r[ins.dst[0]] = out
-    return {"elements": x.numel(), "out_elements": bins}
+    return reduce_inputs(x.numel(), bins)
 
 
 # --- DMA: structured descriptors, index-driven gathers, and the scalar fallback path

@@ -20,8 +20,8 @@ inputs. Scalar integer instructions with varying operands are computed for all l
 A structured DMA with a varying address (or box bound) runs on the representative and has its
 per-lane byte addresses computed: the lanes must agree on every other cost input (bytes,
 elements, runs, run bytes, region, 32-byte alignment); the timing model reads the address
-itself only to tell first reads from re-reads (timing._read_fractions, given the per-lane
-addresses). Tile instructions whose cost inputs are shapes (SIMD, SFU, RE, DPE, MLU) run once
+itself only to tell first reads from re-reads (backend/sim/cost/levels.py's read_fractions,
+given the per-lane addresses). Tile instructions whose cost inputs are shapes (SIMD, SFU, RE, DPE, MLU) run once
 whatever their operands hold; their results are uniform when they are timing mode's shared
 placeholder tiles, else unknown. A loop bound or branch condition that differs between lanes,
 or a DMA on which lanes disagree, splits the lanes into groups that agree, and each group is
@@ -45,7 +45,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from backend.sim.isa import INT_BITS, ITEMSIZE, Block, ExecState, Instr, Program
+from backend.program import INT_BITS, ITEMSIZE, Block, Instr, Program
+from backend.sim.isa import BlockRunner, ExecState
 from backend.sim.memory import GlobalMemory, _descriptor_plan
 
 MAX_WALKS = 64      # lockstep walks of one launch (each split adds walks); the rest run alone
@@ -84,7 +85,7 @@ class Group:
 
 
 # tile instructions whose cost inputs are their operands' and result's shapes; in timing mode
-# those of PLACEHOLDER return the launch's shared zero tile (executor._placeholder)
+# those of PLACEHOLDER return the launch's shared zero tile (memory.placeholder)
 _SHAPE_COST = frozenset({
     "dpe.matmul", "simd.binary", "sfu.binary", "simd.unary", "sfu.unary", "simd.fma", "simd.cast",
     "simd.splat", "simd.cmp", "simd.select", "simd.clamp", "simd.iota", "simd.const",
@@ -138,11 +139,11 @@ def _prepare(block: Block) -> None:
 
 class _Walk:
     def __init__(self, program: Program, memory: GlobalMemory, grid: tuple[int, int, int], base: dict,
-                 lanes: np.ndarray):
+                 lanes: np.ndarray, run_block: BlockRunner):
         gx, gy, _ = grid
         self.lanes = lanes
         self.pid = (lanes % gx, (lanes // gx) % gy, lanes // (gx * gy))
-        st = ExecState(memory, tuple(int(a[0]) for a in self.pid), grid, program.name)
+        st = ExecState(memory, tuple(int(a[0]) for a in self.pid), grid, program.name, run_block)
         st.r.update(base)
         st.events = []
         self.st = st
@@ -560,11 +561,13 @@ class _Walk:
 
 
 def run_grouped(program: Program, grid: tuple[int, int, int], memory: GlobalMemory, base: dict,
-                run_one: Callable[[tuple[int, int, int]], Any], make_trace: Callable) -> list | None:
+                run_one: Callable[[tuple[int, int, int]], Any], make_trace: Callable,
+                run_block: BlockRunner) -> list | None:
     """The traces of every program of `grid` (in the executor's order), lanes that agree
     sharing one Group; None when lockstep cannot take the launch (the caller runs every
     program on its own). `run_one(pid)` runs one program alone and returns its trace;
-    `make_trace(pid, group, lane)` makes a lane's trace."""
+    `make_trace(pid, group, lane)` makes a lane's trace; `run_block` is the executor's block
+    runner (ExecState's, for the instructions with combine regions)."""
     gx, gy, gz = grid
     n = gx * gy * gz
     if n < MIN_LANES:
@@ -583,7 +586,7 @@ def run_grouped(program: Program, grid: tuple[int, int, int], memory: GlobalMemo
             continue
         walks += 1
         try:
-            groups.append(_Walk(program, memory, grid, base, lanes).run())
+            groups.append(_Walk(program, memory, grid, base, lanes, run_block).run())
         except _Split as s:
             labels = s.labels
             work.extend(lanes[labels == k] for k in np.unique(labels)[::-1])

@@ -6,14 +6,15 @@ kernel, the source line and the offending element offsets, never a silent read.
 """
 from __future__ import annotations
 
-import math
-
 import bisect
 from dataclasses import dataclass
 
 import torch
 
-from backend.sim.isa import ITEMSIZE, TORCH_DTYPE, ExecState, Instr, SimulationError
+from backend.program import ITEMSIZE, TORCH_DTYPE, Instr
+from backend.sim.cost.inputs import (AtomicInputs, DmaInputs, atomic_inputs, dma_extent, dma_inputs, indexed_dma_inputs,
+                                     scalar_access_inputs)
+from backend.sim.isa import ExecState, SimulationError
 
 
 @dataclass
@@ -45,6 +46,24 @@ def _filled(shape, other, dtype: str) -> torch.Tensor:
     return torch.full(shape, other if other is not None else 0, dtype=tdt)
 
 
+def placeholder(st: ExecState, reg: str, shape: list[int], dtype: str) -> torch.Tensor:
+    """Timing-only mode's stand-in for a tile result: register `reg` gets a zero tile of `shape`
+    and `dtype` (its current tensor when that matches: no allocation)."""
+    cur = st.r.get(reg)
+    tdt = TORCH_DTYPE[dtype]
+    if isinstance(cur, torch.Tensor) and cur.dtype == tdt and list(cur.shape) == list(shape):
+        return cur
+    # one zero tile per shape and dtype for the whole launch: no instruction writes into a
+    # register's tensor in place, and in this mode tile contents are meaningless anyway
+    zeros = st.memory.placeholders
+    key = (tdt, tuple(shape))
+    t = zeros.get(key)
+    if t is None:
+        t = zeros[key] = torch.zeros(shape, dtype=tdt)
+    st.r[reg] = t
+    return t
+
+
 class GlobalMemory:
     """The tensors of one launch, plus cost bookkeeping per region (bytes read and written)."""
 
@@ -61,7 +80,7 @@ class GlobalMemory:
         self._starts = [r.start for r in self.regions]
         self._typed: dict[tuple[int, str], torch.Tensor] = {}
         self._bases: dict[tuple[int, str], tuple[Region, int]] = {}  # (address, dtype) -> lookup
-        # timing mode's stand-in tiles, shared by the launch's programs (executor._placeholder)
+        # timing mode's stand-in tiles, shared by the launch's programs (placeholder below)
         self.placeholders: dict[tuple, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ lookup
@@ -144,7 +163,7 @@ class GlobalMemory:
         m[tuple(slice(lo, hi) for lo, hi in box)] = True
         return m
 
-    def dma_read(self, st: ExecState, ins: Instr) -> dict:
+    def dma_read(self, st: ExecState, ins: Instr) -> DmaInputs:
         r, dtype, shape, base_idx, idx0, strides, box = self._descriptor(st, ins)
         typed = self.typed(r, dtype)
         mask_reg = ins.args.get("mask")
@@ -183,9 +202,9 @@ class GlobalMemory:
                 out[valid] = typed[sel]
             n_valid = int(valid.sum()) if valid is not None else idx.numel()
         st.r[ins.dst[0]] = out if shape else out.item()
-        return self._dma_cost(r, dtype, n_valid, shape, strides, start, sub_shape)
+        return self._dma_cost(r, dtype, n_valid, strides, start, sub_shape)
 
-    def dma_write(self, st: ExecState, ins: Instr) -> dict:
+    def dma_write(self, st: ExecState, ins: Instr) -> DmaInputs:
         r, dtype, shape, base_idx, idx0, strides, box = self._descriptor(st, ins)
         typed = self.typed(r, dtype)
         value = st.v(ins.args["value"])
@@ -224,24 +243,14 @@ class GlobalMemory:
             self._check(sel, typed.numel(), r, base_idx, st, ins)
             typed[sel] = vals  # duplicates: the last element in order wins, as one DMA would write
             n_valid = sel.numel()
-        return self._dma_cost(r, dtype, n_valid, shape, strides, start, sub_shape)
+        return self._dma_cost(r, dtype, n_valid, strides, start, sub_shape)
 
     @staticmethod
-    def _dma_cost(r: Region, dtype: str, n: int, shape, strides, start: int, sub_shape) -> dict:
+    def _dma_cost(r: Region, dtype: str, n: int, strides, start: int, sub_shape) -> DmaInputs:
+        """The cost inputs of a structured DMA of `n` elements of the box `sub_shape` at
+        `strides`, its first element `start` elements into region `r`."""
         size = ITEMSIZE[dtype]
-        inner = sub_shape[-1] if sub_shape and strides and strides[-1] == 1 else 1
-        if sub_shape and n == math.prod(sub_shape):
-            # dims that follow each other in memory (unit dims aside) are one contiguous run
-            inner = 1
-            for extent, stride in zip(reversed(sub_shape), reversed(strides)):
-                if extent == 1:
-                    continue
-                if stride != inner:
-                    break
-                inner *= extent
-        runs = (n + inner - 1) // inner if inner else 0
-        return {"bytes": n * size, "elements": n, "runs": runs, "run_bytes": inner * size,
-                "region": r.index, "addr": r.start + start * size, "aligned32": (r.start + start * size) % 32 == 0}
+        return dma_inputs(dma_extent(size, n, strides, sub_shape), r.index, r.start + start * size)
 
     # ------------------------------------------------------------------ index-driven DMA
 
@@ -265,7 +274,7 @@ class GlobalMemory:
             m = (mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))).expand(idx.shape)
         return r, dtype, base_idx, idx, m
 
-    def gather(self, st: ExecState, ins: Instr) -> dict:
+    def gather(self, st: ExecState, ins: Instr) -> DmaInputs:
         r, dtype, base_idx, idx, m = self._indexed(st, ins)
         typed = self.typed(r, dtype)
         other = st.v(ins.args.get("other"))
@@ -280,11 +289,9 @@ class GlobalMemory:
             out[m] = typed[sel]
             n = sel.numel()
         st.r[ins.dst[0]] = out if out.dim() else out.item()
-        run = ins.attrs.get("run", 1)
-        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": (n + run - 1) // run,
-                "run_bytes": run * ITEMSIZE[dtype], "region": r.index, "indexed": True}
+        return indexed_dma_inputs(n, ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
 
-    def scatter(self, st: ExecState, ins: Instr) -> dict:
+    def scatter(self, st: ExecState, ins: Instr) -> DmaInputs:
         r, dtype, base_idx, idx, m = self._indexed(st, ins)
         typed = self.typed(r, dtype)
         value = st.v(ins.args["value"])
@@ -295,10 +302,7 @@ class GlobalMemory:
         idx, value = idx.reshape(-1), value.reshape(-1)
         self._check(idx, typed.numel(), r, base_idx, st, ins)
         typed[idx] = value
-        run = ins.attrs.get("run", 1)
-        n = idx.numel()
-        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": (n + run - 1) // run,
-                "run_bytes": run * ITEMSIZE[dtype], "region": r.index, "indexed": True}
+        return indexed_dma_inputs(idx.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
 
     # ------------------------------------------------------------------ scalar fallback path
 
@@ -342,7 +346,7 @@ class GlobalMemory:
             groups.append((reg, sel, rel // size))
         return groups
 
-    def load_addresses(self, st: ExecState, ins: Instr) -> dict:
+    def load_addresses(self, st: ExecState, ins: Instr) -> DmaInputs:
         dtype = ins.attrs["dtype"]
         addr = st.v(ins.args["addr"])
         scalar = not isinstance(addr, torch.Tensor)
@@ -363,9 +367,9 @@ class GlobalMemory:
             n += idx.numel()
         out = out.reshape(addr_t.shape)
         st.r[ins.dst[0]] = out.item() if scalar else out
-        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": n, "run_bytes": ITEMSIZE[dtype]}
+        return scalar_access_inputs(n, ITEMSIZE[dtype])
 
-    def store_addresses(self, st: ExecState, ins: Instr) -> dict:
+    def store_addresses(self, st: ExecState, ins: Instr) -> DmaInputs:
         dtype = ins.attrs["dtype"]
         addr = st.v(ins.args["addr"])
         addr_t = torch.tensor([int(addr)]) if not isinstance(addr, torch.Tensor) else addr
@@ -382,11 +386,11 @@ class GlobalMemory:
         for reg, sel, idx in self._resolve_addresses(flat, dtype, st, ins):
             self.typed(reg, dtype)[idx] = value[sel]
             n += idx.numel()
-        return {"bytes": n * ITEMSIZE[dtype], "elements": n, "runs": n, "run_bytes": ITEMSIZE[dtype]}
+        return scalar_access_inputs(n, ITEMSIZE[dtype])
 
     # ------------------------------------------------------------------ atomics
 
-    def atomic(self, st: ExecState, ins: Instr) -> dict:
+    def atomic(self, st: ExecState, ins: Instr) -> AtomicInputs:
         dtype, kind = ins.attrs["dtype"], ins.attrs["kind"]
         addr = st.v(ins.args["addr"])
         scalar = not isinstance(addr, torch.Tensor)
@@ -437,8 +441,7 @@ class GlobalMemory:
         res = old.reshape(shape)
         if ins.dst:
             st.r[ins.dst[0]] = res.item() if scalar else res
-        n = int(active.numel())
-        return {"bytes": 2 * n * ITEMSIZE[dtype], "elements": n, "atomics": n}
+        return atomic_inputs(int(active.numel()), ITEMSIZE[dtype])
 
 
 _BITS_OF = {2: torch.int16, 4: torch.int32, 8: torch.int64}

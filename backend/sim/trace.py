@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backend.sim.timing import ENGINE_ORDER, LaunchTiming
+from backend.program import ENGINES
+from backend.sim.timing import LaunchTiming
 
-_TRACKS = ("PROGRAM",) + ENGINE_ORDER
+_TRACKS = ("PROGRAM",) + ENGINES
 
 
 def to_perfetto(timing: LaunchTiming, clock_ghz: float | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import math
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from baselines.expert.common import (DT, attach, cached, cdiv, cmp, first_fit, launch, n_pes, partition, pid64, s64,
+from baselines.expert.common import (DT, cached, cdiv, cmp, first_fit, launch, n_pes, partition, pid64, s64,
                                       smin)
 
 NEG_INF = float("-inf")
@@ -150,7 +150,7 @@ def _flash_program(B: int, H: int, S: int, D: int, causal: bool, dtype: str, BQ:
     return prog
 
 
-def _flash(q, k, v, causal):
+def flash_attention(q, k, v, causal: bool = False):
     B, H, S, D = q.shape
     prog = flash_program(B, H, S, D, causal, DT[q.dtype])
     o = torch.empty_like(q)
@@ -274,8 +274,3 @@ def decode_attention(q, k, v):
     comb = decode_combine_program(BH, splits, D, DT[q.dtype])
     launch(comb, comb.meta["grid"], [o_part, lse, out])
     return out
-
-
-attach("flash_attention", flash_program, lambda q, k, v: _flash(q, k, v, False))
-attach("flash_attention_causal", flash_program, lambda q, k, v: _flash(q, k, v, True))
-attach("decode_attention", decode_program, decode_attention)

@@ -25,7 +25,6 @@ from backend.sim.builder import ProgramBuilder as _Builder
 
 DT = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8",
       torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
-TORCH = {v: k for k, v in DT.items()}
 
 
 def current_chip() -> str:
@@ -82,22 +81,9 @@ def cached(fn: Callable) -> Callable:
     return wrapper
 
 
-# ----------------------------------------------------------------------------- registration
-
-def attach(workload: str, source: Callable, run: Callable) -> bool:
-    """Register `run` as the `expert` implementation of `workload` (skip if it is not declared)."""
-    from study.registry import WORKLOADS
-    w = WORKLOADS.get(workload)
-    if w is None:
-        print(f"baselines.expert: workload '{workload}' is not declared (yet); expert impl not attached")
-        return False
-    w.impl("expert", source=source)(run)
-    return True
-
-
 # ----------------------------------------------------------------------------- launching
 
-LAUNCH_MODE = {"mode": "functional"}  # the check script switches dense programs to timing-only
+LAUNCH_MODE = {"mode": "functional"}  # study/expert_check.py switches dense programs to timing-only
 
 
 def launch(prog, grid: int | Sequence[int], args: list[Any], data_independent: bool = True):
@@ -167,17 +153,11 @@ class if_then:
         return _Else()
 
     def __exit__(self, *exc):
-        from backend.sim.isa import Block
+        from backend.program import Block
         body = self.b._blocks.pop()
         if exc[0] is None:
             self.b.emit("ctl.if", [], {"cond": self.cond}, {}, [Block([], body, []), Block([], self.els, [])])
         return False
-
-
-def pipelined_loop(b: ProgramBuilder, first, last, load: Callable, body: Callable) -> None:
-    """body(regs, t) for every tile t in [first, last), with the loads of tile t + 1 issued
-    before the body of tile t: pipelined_segments with one segment."""
-    pipelined_segments(b, [(first, last, load, body)])
 
 
 def pipelined_segments(b: ProgramBuilder, segs: Sequence[tuple]) -> None:
@@ -291,10 +271,6 @@ def cmp(b: ProgramBuilder, pred: str, x, y, out: Reg | None = None) -> Reg:
 
 def to_f32(b: ProgramBuilder, x: Reg, out: Reg | None = None) -> Reg:
     return x if x.dtype == "f32" else b.cast(x, "f32", out=out)
-
-
-def tile_like(b: ProgramBuilder, x: Reg, dtype: str | None = None, copies: int = 1, name: str = "t") -> Reg:
-    return b.tile(x.shape, dtype or x.dtype, copies=copies, name=name)
 
 
 # ----------------------------------------------------------------------------- formulas (f32 tiles)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from backend.sim.isa import ITEMSIZE
-from baselines.expert.common import (DT, attach, cached, cdiv, cmp, first_fit, gather, launch, n_pes, partition,
+from backend.program import ITEMSIZE
+from baselines.expert.common import (DT, cached, cdiv, cmp, first_fit, gather, launch, n_pes, partition,
                                       pid64, pipelined_segments, s64, smin)
 
 
@@ -162,8 +162,3 @@ def index_select(x, index):
     prog = index_select_program(rows, dim, n, DT[x.dtype])
     launch(prog, prog.meta["grid"], [x.contiguous(), index.to(torch.int64).contiguous(), y], data_independent=False)
     return y
-
-
-attach("transpose", transpose_program, transpose)
-attach("concat", concat_program, concat)
-attach("index_select", index_select_program, index_select)

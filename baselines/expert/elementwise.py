@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.expert.common import ACTS, DT, attach, cached, cdiv, first_fit, launch, n_pes, to_f32
+from baselines.expert.common import ACTS, DT, cached, cdiv, first_fit, launch, n_pes, to_f32
 from baselines.expert.streaming import Operand, stream2d, stream_tiles, tile_shape
 
 
@@ -186,10 +186,3 @@ def bias_gelu(x, bias):
     prog = bias_act_program(m, n, DT[x.dtype], "gelu_tanh")
     launch(prog, prog.meta["grid"], [x.contiguous(), bias.contiguous(), out])
     return out
-
-
-attach("add", add_program, add)
-attach("gelu_tanh", act_program, gelu_tanh)
-attach("gelu_erf", act_program, gelu_erf)
-attach("silu_mul", act_program, silu_mul)
-attach("bias_gelu", bias_act_program, bias_gelu)

@@ -5,8 +5,9 @@ batch); K is the inner loop with A and B tiles multi-buffered (the DMA of step k
 matmul of step k), the first K step multiplies into a broadcast [1,1] zero so no SIMD pass
 clears the accumulator, and the result tile is double-buffered so its store overlaps the next
 tile. The tile shape is chosen per problem from a cost estimate (DPE time vs per-PE SRAM
-share and PE-grid waves) among the configs that fit in local memory. Generalises
-backend/sim/microbench.gemm_program (which needs divisible shapes) to any M, N, K, batch.
+share and PE-grid waves, from the timing model's figures in backend/sim/cost) among the configs
+that fit in local memory. Generalises tools/microbench.gemm_program (which needs divisible
+shapes) to any M, N, K, batch.
 """
 from __future__ import annotations
 
@@ -14,21 +15,25 @@ import torch
 
 from backend.configs import load_chip
 from backend.sim.builder import LocalMemoryOverflow
+from backend.sim.cost import ENGINE_INDEX, ChipModel
 from baselines.expert.common import ProgramBuilder, current_chip
-from baselines.expert.common import ACTS, DT, attach, cached, cdiv, launch, n_pes, pid64, s64, smin
+from baselines.expert.common import ACTS, DT, cached, cdiv, launch, n_pes, pid64, s64, smin
 
 _CANDIDATES = [(256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64),
                (32, 128), (128, 32), (32, 64), (32, 32)]
 
 
-def _estimate(batch: int, M: int, N: int, K: int, BM: int, BN: int, BK: int, isz: int, rate: float) -> float:
-    chip = load_chip(current_chip())
-    sram_share = chip["sram"]["bandwidth_gbps"] / chip["clock_ghz"] / n_pes()
+def _estimate(cm: ChipModel, batch: int, M: int, N: int, K: int, BM: int, BN: int, BK: int, in_dtype: str) -> float:
+    """Cycles of the GEMM with BM x BN tiles: per K step the larger of the tile's DPE time
+    (unpadded, plus the DPE's setup) and its A and B tiles' DMA at a PE's SRAM share (plus the
+    DMA's setup), per wave of tiles over the PE grid, plus a fixed cost per tile."""
+    isz = 1 if in_dtype == "i8" else 2
+    sram_share = cm.shares(cm.n_pe)[0]
     tiles = batch * cdiv(M, BM) * cdiv(N, BN)
-    waves = cdiv(tiles, n_pes())
+    waves = cdiv(tiles, cm.n_pe)
     steps = cdiv(K, BK)
-    dpe = 2 * BM * BN * BK / rate + chip["dpe"]["fixed_cycles"]
-    dma = (BM * BK + BK * BN) * isz / sram_share + chip["dma"]["fixed_cycles"]
+    dpe = cm.dpe_time(2 * BM * BN * BK, in_dtype) + cm.fixed[ENGINE_INDEX["DPE"]]
+    dma = (BM * BK + BK * BN) * isz / sram_share + cm.fixed[ENGINE_INDEX["DMA_IN"]]
     return waves * (steps * max(dpe, dma) + 2000)
 
 
@@ -36,11 +41,10 @@ def _estimate(batch: int, M: int, N: int, K: int, BM: int, BN: int, BK: int, isz
 def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: str,
                  epilogue: str | None = None, BM: int = 0, BN: int = 0):
     """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major."""
-    isz = 1 if in_dtype == "i8" else 2
-    rate = load_chip(current_chip())["dpe"]["flops_per_cycle"][in_dtype]
+    cm = ChipModel(load_chip(current_chip()))
     BK = 64 if in_dtype == "i8" else 32
     cands = [(BM, BN)] if BM else sorted(
-        _CANDIDATES, key=lambda c: _estimate(batch, M, N, K, c[0], c[1], BK, isz, rate))
+        _CANDIDATES, key=lambda c: _estimate(cm, batch, M, N, K, c[0], c[1], BK, in_dtype))
     last = None
     for bm, bn in cands:
         for stages in (3, 2):
@@ -135,9 +139,3 @@ def int8_matmul(a, b):
 
 def bmm(a, b):
     return _run(a, b)
-
-
-attach("matmul", gemm_program, matmul)
-attach("matmul_bias_gelu", gemm_program, matmul_bias_gelu)
-attach("int8_matmul", gemm_program, int8_matmul)
-attach("bmm", gemm_program, bmm)

@@ -1,12 +1,12 @@
 """Expert row-wise INT8 quantise / dequantise (the streaming skeleton with whole rows: the
 row max |x| comes from the reduction engine; the rounding is the reference's exact FP32
-sequence, so codes compare bit for bit). MX4 block quantisation is not written yet."""
+sequence, so codes compare bit for bit). MX4 block quantisation is in quantisation_mx4.py."""
 from __future__ import annotations
 
 import torch
 
 from backend.sim.builder import LocalMemoryOverflow
-from baselines.expert.common import DT, attach, cached, cdiv, launch, n_pes, to_f32
+from baselines.expert.common import DT, cached, cdiv, launch, n_pes, to_f32
 from baselines.expert.streaming import Operand, stream2d, stream_tiles, tile_shape
 
 
@@ -96,7 +96,3 @@ def dequantize_int8_rowwise(q, scale):
     prog = dequantize_int8_program(m, n)
     launch(prog, prog.meta["grid"], [q.contiguous(), scale.float().contiguous(), out])
     return out
-
-
-attach("quantize_int8_rowwise", quantize_int8_program, quantize_int8_rowwise)
-attach("dequantize_int8_rowwise", dequantize_int8_program, dequantize_int8_rowwise)

@@ -1,6 +1,6 @@
 """Expert recommendation kernels: table-batched embedding bags (sum / mean, variable bag sizes)
 with index-driven DMA. The jagged ops (to padded dense, sum, softmax) and the dot interaction
-are in baselines/expert/jagged.py.
+are in baselines/expert/recommendation_jagged.py.
 
 Embedding bag (FBGEMM TBE style). ~97% of the bytes are looked-up rows, so the kernel is
 bound by each PE's share of the off-chip bandwidth (a static 1/64th): every PE must get the
@@ -35,10 +35,11 @@ from __future__ import annotations
 import torch
 
 from backend.configs import load_chip
-from baselines.expert.common import (DT, attach, cached, cdiv, cmp, current_chip, gather, if_then, launch,
+from baselines.expert.common import (DT, cached, cdiv, cmp, current_chip, gather, if_then, launch,
                                      local_bytes, n_pes, pid64, s64, scmp, smin)
 from backend.sim.builder import ProgramBuilder, Reg
-from backend.sim.isa import ITEMSIZE
+from backend.program import ITEMSIZE
+from backend.sim.cost import K_DPE, ChipModel, matmul_inputs
 
 _ROWS_SHARE = 4   # one of the two gathered-rows tiles: a quarter of local memory (96 KB on 2i)
 _BIG = 1 << 60
@@ -68,12 +69,10 @@ def _count(b: ProgramBuilder, flags: Reg) -> Reg:
     return r
 
 
-def _dpe_cycles(batch: int, m: int, k: int, n: int, isz: int) -> float:
-    """DPE cycles of a batched [m, k] x [k, n] product (the chip's tile padding)."""
-    d = load_chip(current_chip())["dpe"]
-    kq = max(1, int(d["tile_k_bytes"]) // isz)
-    tm, tn = int(d["tile_m"]), int(d["tile_n"])
-    return batch * cdiv(m, tm) * tm * cdiv(n, tn) * tn * cdiv(k, kq) * kq
+def _dpe_cycles(batch: int, m: int, k: int, n: int, dtype: str) -> float:
+    """DPE cycles of a batched [m, k] x [k, n] product (padded to the DPE's tiles), without the
+    instruction's setup: the timing model's DPE rule."""
+    return ChipModel(load_chip(current_chip())).cycles(K_DPE, matmul_inputs(batch, m, n, k, dtype), setup=False)
 
 
 def _smax(b: ProgramBuilder, x, y) -> Reg:
@@ -165,7 +164,7 @@ def embedding_bag_program(T: int, B: int, D: int, lmax: int, dtype: str, mode: s
     # no FP32 copy of the rows): per bag (batched ones [1, Lmax] x rows [Lmax, D]) or all bags at
     # once (block-diagonal 0/1 [Bc, Bc Lmax] x rows [Bc Lmax, D]), whichever pads less
     dpe = dtype != "f32"
-    batched = dpe and _dpe_cycles(Bc, 1, lmax, D, isz) <= _dpe_cycles(1, Bc, NC, D, isz)
+    batched = dpe and _dpe_cycles(Bc, 1, lmax, D, dtype) <= _dpe_cycles(1, Bc, NC, D, dtype)
     rshape = [Bc, lmax, D] if batched or not dpe else [NC, D]
     sets = []
     for k in range(2):
@@ -288,11 +287,3 @@ def embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode):
                                      indices.to(torch.int64).contiguous(), offsets.to(torch.int64).contiguous(), out],
            data_independent=False)
     return out
-
-
-attach("embedding_bag_sum", embedding_bag_program,
-       lambda weights, table_offsets, indices, offsets, num_tables:
-       embedding_bag(weights, table_offsets, indices, offsets, num_tables, "sum"))
-attach("embedding_bag_mean", embedding_bag_program,
-       lambda weights, table_offsets, indices, offsets, num_tables:
-       embedding_bag(weights, table_offsets, indices, offsets, num_tables, "mean"))

@@ -7,6 +7,7 @@ bytes dominated by one read of the KV cache.
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import attention as E
 from kernels import attention as K
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
@@ -38,6 +39,10 @@ def _declare_prefill(name: str, causal: bool, study: list[Shape]) -> None:
     @w.impl("triton", source=K.flash_attn_fwd_kernel)
     def _(q, k, v):
         return K.flash_attention(q, k, v, causal=causal)
+
+    @w.impl("expert", source=E.flash_program)
+    def _(q, k, v):
+        return E.flash_attention(q, k, v, causal=causal)
 
 
 # The study's decoder block is batch 16 x seq 2048 x 32 heads x 128. Simulating one full
@@ -74,3 +79,6 @@ decode_attention.impl("torch")(torch_ref.decode_attention)
 @decode_attention.impl("triton", source=K.decode_attn_split_kernel)
 def _(q, k, v):
     return K.decode_attention(q, k, v)
+
+
+decode_attention.impl("expert", source=E.decode_program)(E.decode_attention)

@@ -3,6 +3,7 @@ read and one write of every moved element (plus the index array for the gather).
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import data_movement as E
 from kernels import data_movement as K
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randint, randn
@@ -31,6 +32,9 @@ def _(x):
     return K.transpose(x)
 
 
+transpose.impl("expert", source=E.transpose_program)(E.transpose)
+
+
 index_select = workload(
     "index_select", family="data_movement", dtypes=DTYPES,
     shapes=[Shape("s", {"rows": 200, "dim": 64, "n_index": 64}, tags={"test"}),
@@ -52,6 +56,9 @@ index_select.impl("torch")(torch_ref.index_select)
 @index_select.impl("triton", source=K.index_select_kernel)
 def _(x, index):
     return K.index_select(x, index)
+
+
+index_select.impl("expert", source=E.index_select_program)(E.index_select)
 
 
 concat = workload(
@@ -78,3 +85,6 @@ def _(tensors):
 @concat.impl("triton", source=K.copy_2d_kernel)
 def _(tensors):
     return K.concat(tensors, dim=1)
+
+
+concat.impl("expert", source=E.concat_program)(E.concat)

@@ -5,7 +5,10 @@ read of every input and one write of the output.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from baselines import torch_ref
+from baselines.expert import elementwise as E
 from kernels import elementwise as K
 from kernels import elementwise_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -39,7 +42,10 @@ def _(x, y):
     return KX.add(x, y)
 
 
-def _declare_gelu(name: str, approximate: str, flops_per_elem: int) -> None:
+add.impl("expert", source=E.add_program)(E.add)
+
+
+def _declare_gelu(name: str, approximate: str, flops_per_elem: int, expert: Callable) -> None:
     w = workload(name, family="elementwise", dtypes=DTYPES, shapes=_N_SHAPES[:3],
                  flops=lambda p, dt: flops_per_elem * p["n"], bytes=lambda p, dt: 2 * p["n"] * itemsize(dt))
 
@@ -55,9 +61,11 @@ def _declare_gelu(name: str, approximate: str, flops_per_elem: int) -> None:
     def _(x):
         return K.gelu(x, approximate)
 
+    w.impl("expert", source=E.act_program)(expert)
 
-_declare_gelu("gelu_tanh", "tanh", 8)
-_declare_gelu("gelu_erf", "none", 5)
+
+_declare_gelu("gelu_tanh", "tanh", 8, E.gelu_tanh)
+_declare_gelu("gelu_erf", "none", 5, E.gelu_erf)
 
 silu_mul = workload(
     "silu_mul", family="elementwise", dtypes=DTYPES,
@@ -79,6 +87,9 @@ silu_mul.impl("torch")(torch_ref.silu_mul)
 @silu_mul.impl("triton", source=K.silu_mul_kernel)
 def _(x):
     return K.silu_mul(x)
+
+
+silu_mul.impl("expert", source=E.act_program)(E.silu_mul)
 
 
 bias_gelu = workload(
@@ -104,3 +115,6 @@ def _(x, bias):
 @bias_gelu.impl("triton", source=K.bias_act_kernel)
 def _(x, bias):
     return K.bias_act(x, bias, "gelu_tanh")
+
+
+bias_gelu.impl("expert", source=E.bias_act_program)(E.bias_gelu)

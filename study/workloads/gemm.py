@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from baselines import torch_ref
+from baselines.expert import gemm as E
 from kernels import gemm as K
 from kernels import gemm_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -55,6 +56,9 @@ def _(a, b):
     return KX.matmul(a, b)
 
 
+matmul.impl("expert", source=E.gemm_program)(E.matmul)
+
+
 matmul_autotuned = workload(
     "matmul_autotuned", family="gemm", dtypes=["bf16"],
     shapes=_TEST + [Shape("sq1024", {"m": 1024, "n": 1024, "k": 1024}, tags={"study"})],
@@ -87,6 +91,9 @@ def _(a, b, bias):
     return K.matmul_bias_gelu(a, b, bias)
 
 
+matmul_bias_gelu.impl("expert", source=E.gemm_program)(E.matmul_bias_gelu)
+
+
 int8_matmul = workload(
     "int8_matmul", family="gemm", dtypes=["i8"],
     shapes=_TEST + [Shape(f"sq{n}", {"m": n, "n": n, "k": n}, tags={"study"}) for n in (1024, 2048, 4096)]
@@ -106,6 +113,9 @@ int8_matmul.impl("torch")(torch_ref.int8_matmul)
 @int8_matmul.impl("triton", source=K.int8_matmul_kernel)
 def _(a, b):
     return K.int8_matmul(a, b)
+
+
+int8_matmul.impl("expert", source=E.gemm_program)(E.int8_matmul)
 
 
 bmm = workload(
@@ -133,3 +143,6 @@ bmm.impl("torch")(torch_ref.bmm)
 @bmm.impl("triton", source=K.bmm_kernel)
 def _(a, b):
     return K.bmm(a, b)
+
+
+bmm.impl("expert", source=E.gemm_program)(E.bmm)

@@ -5,6 +5,7 @@ Bytes: one read of x, one write of the output, one read of the per-column parame
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import normalisation as E
 from kernels import normalisation as K
 from kernels import normalisation_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -38,6 +39,9 @@ def _(x):
     return K.softmax(x)
 
 
+softmax.impl("expert", source=E.norm_program)(E.softmax)
+
+
 _TOKENS = [("llm_4k", 4096, 4096), ("llm_16k_tokens", 16384, 4096), ("llm_8k_hidden", 4096, 8192)]
 
 layernorm = workload(
@@ -65,6 +69,9 @@ def _(x, weight, bias):
     return KX.layernorm(x, weight, bias)
 
 
+layernorm.impl("expert", source=E.norm_program)(E.layernorm)
+
+
 rmsnorm = workload(
     "rmsnorm", family="normalisation", dtypes=DTYPES, shapes=_shapes(_TOKENS),
     flops=lambda p, dt: 4 * p["m"] * p["n"],
@@ -82,3 +89,6 @@ rmsnorm.impl("torch")(torch_ref.rmsnorm)
 @rmsnorm.impl("triton", source=K.rmsnorm_fwd_kernel)
 def _(x, weight):
     return K.rmsnorm(x, weight)
+
+
+rmsnorm.impl("expert", source=E.norm_program)(E.rmsnorm)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from baselines import torch_ref
+from baselines.expert import other as E
 from kernels import other as K
 from study.registry import TORCH_DTYPES, Shape, itemsize, workload
 from study.workloads.tensors import randint, randn
@@ -28,6 +29,9 @@ jagged_offsets.impl("torch")(torch_ref.jagged_offsets)
 @jagged_offsets.impl("triton", source=K.jagged_offsets_kernel)
 def _(lengths):
     return K.jagged_offsets(lengths)
+
+
+jagged_offsets.impl("expert", source=E.jagged_offsets_program)(E.jagged_offsets)
 
 
 rope = workload(
@@ -56,3 +60,6 @@ rope.impl("torch")(torch_ref.rope)
 @rope.impl("triton", source=K.rope_kernel)
 def _(x, cos, sin):
     return K.rope(x, cos, sin)
+
+
+rope.impl("expert", source=E.rope_program)(E.rope)

@@ -4,6 +4,8 @@ Bytes: the input read once, codes and scales written once (or the reverse)."""
 from __future__ import annotations
 
 from baselines import torch_ref
+from baselines.expert import quantisation as E
+from baselines.expert import quantisation_mx4 as EM
 from kernels import quantisation as K
 from study.registry import Shape, itemsize, workload
 from study.workloads.tensors import randn
@@ -32,6 +34,9 @@ def _(x):
     return K.quantize_int8_rowwise(x)
 
 
+quantize_int8.impl("expert", source=E.quantize_int8_program)(E.quantize_int8_rowwise)
+
+
 dequantize_int8 = workload(
     "dequantize_int8_rowwise", family="quantisation", dtypes=["f32"], shapes=_ROWS,
     flops=lambda p, dt: p["m"] * p["n"],
@@ -50,6 +55,9 @@ dequantize_int8.impl("torch")(torch_ref.dequantize_int8_rowwise)
 @dequantize_int8.impl("triton", source=K.dequantize_int8_rowwise_kernel)
 def _(q, scale):
     return K.dequantize_int8_rowwise(q, scale)
+
+
+dequantize_int8.impl("expert", source=E.dequantize_int8_program)(E.dequantize_int8_rowwise)
 
 
 _FLAT = [Shape("s", {"n": 2048}, tags={"test"}),
@@ -77,6 +85,9 @@ def _(x):
     return K.mx4_quantize(x)
 
 
+mx4_quantize.impl("expert", source=EM.mx4_quantize_program)(EM.mx4_quantize)
+
+
 mx4_dequantize = workload(
     "mx4_dequantize", family="quantisation", dtypes=["f32"], shapes=_FLAT,
     flops=lambda p, dt: 3 * p["n"],
@@ -95,3 +106,6 @@ mx4_dequantize.impl("torch")(torch_ref.mx4_dequantize)
 @mx4_dequantize.impl("triton", source=K.mx4_dequantize_kernel)
 def _(packed, exponents):
     return K.mx4_dequantize(packed, exponents)
+
+
+mx4_dequantize.impl("expert", source=EM.mx4_dequantize_program)(EM.mx4_dequantize)

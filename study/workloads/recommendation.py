@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 
 from baselines import torch_ref
+from baselines.expert import recommendation as E
+from baselines.expert import recommendation_jagged as EJ
 from kernels import recommendation as K
 from kernels import recommendation_ext as KX
 from study.registry import Shape, itemsize, workload
@@ -61,6 +63,10 @@ def _declare_embedding_bag(name: str, mode: str) -> None:
     def _(weights, table_offsets, indices, offsets, num_tables):
         return KX.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
 
+    @w.impl("expert", source=E.embedding_bag_program)
+    def _(weights, table_offsets, indices, offsets, num_tables):
+        return E.embedding_bag(weights, table_offsets, indices, offsets, num_tables, mode)
+
 
 _declare_embedding_bag("embedding_bag_sum", "sum")
 _declare_embedding_bag("embedding_bag_mean", "mean")
@@ -101,6 +107,9 @@ def _(values, offsets, max_len):
     return K.jagged_to_padded_dense(values, offsets, max_len)
 
 
+jagged_to_padded_dense.impl("expert", source=EJ.jagged_to_padded_dense_program)(EJ.jagged_to_padded_dense)
+
+
 jagged_sum = workload(
     "jagged_sum", family="recommendation", dtypes=["f32", "bf16"], shapes=_JAGGED,
     flops=lambda p, dt: _jagged_rows(p) * p["dim"],
@@ -119,6 +128,9 @@ def _(values, offsets):
     return KX.jagged_sum(values, offsets)
 
 
+jagged_sum.impl("expert", source=EJ.jagged_sum_program)(EJ.jagged_sum)
+
+
 jagged_softmax = workload(
     "jagged_softmax", family="recommendation", dtypes=["f32", "bf16"], shapes=_JAGGED,
     flops=lambda p, dt: 5 * _jagged_rows(p) * p["dim"],
@@ -130,6 +142,9 @@ jagged_softmax.impl("torch")(torch_ref.jagged_softmax)
 @jagged_softmax.impl("triton", source=K.jagged_softmax_kernel)
 def _(values, offsets):
     return K.jagged_softmax(values, offsets)
+
+
+jagged_softmax.impl("expert", source=EJ.jagged_softmax_program)(EJ.jagged_softmax)
 
 
 def _pairs(p: dict) -> int:
@@ -158,3 +173,6 @@ dot_interaction.impl("torch")(torch_ref.dot_interaction)
 @dot_interaction.impl("triton", source=K.dot_interaction_kernel)
 def _(x):
     return K.dot_interaction(x)
+
+
+dot_interaction.impl("expert", source=EJ.dot_interaction_program)(EJ.dot_interaction)

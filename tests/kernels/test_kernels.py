@@ -6,12 +6,12 @@ import pytest
 import torch
 import triton
 
-from study.registry import TOLERANCE, load_all
+from study.registry import load_all
+from study.tolerances import tolerance
 
 WORKLOADS = load_all()
 # families whose kernels are affine tile loops: every load and store must become structured DMA
 STRUCTURED_FAMILIES = ("elementwise", "normalisation", "gemm")
-_TOL_OF = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"], torch.float16: TOLERANCE["f16"]}
 
 
 def _cases() -> list:
@@ -30,7 +30,7 @@ def assert_close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
         bad = (got.to(torch.int64) != want.to(torch.int64)).sum().item()
         assert bad == 0, f"{what}: {bad} of {got.numel()} integer elements differ"
         return
-    tol = _TOL_OF[got.dtype]  # a low-precision output is held to its own tolerance against fp32
+    tol = tolerance(got.dtype)  # a low-precision output is held to its own tolerance against fp32
     g, w = got.float(), want.float()
     err = (g - w).abs()
     limit = tol + tol * w.abs()

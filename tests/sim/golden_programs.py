@@ -4,9 +4,9 @@ from __future__ import annotations
 import torch
 from sim_programs import mm_args, mm_loop
 
-from backend.sim.bench import softmax_program
+from tools.bench_sim import softmax_program
 from backend.sim.builder import ProgramBuilder
-from backend.sim.microbench import gemm_grid, gemm_program
+from tools.microbench import gemm_grid, gemm_program
 
 
 def _elementwise():

@@ -6,7 +6,8 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.timing import ChipModel, price_launch
+from backend.sim.cost import ChipModel
+from backend.sim.timing import price_launch
 
 CHIP = load_chip("mtia2i")
 MODEL = ChipModel(CHIP)

@@ -1,9 +1,9 @@
-"""The simulator benchmark's decoder row (backend/sim/bench.py) on a tiny decoder."""
+"""The simulator benchmark's decoder row (tools/bench_sim.py, study/bench_decoder.py) on a tiny decoder."""
 from __future__ import annotations
 
 import torch
 
-from backend.sim import bench
+from tools import bench_sim as bench
 
 TINY = dict(batch=1, seq=32, hidden=64, heads=2, ffn=128)
 

@@ -6,8 +6,8 @@ import torch
 
 from backend.sim.builder import LocalMemoryOverflow, ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
-from backend.sim.microbench import gemm_grid, gemm_program
+from backend.program import Program
+from tools.microbench import gemm_grid, gemm_program
 
 
 def test_expert_gemm_is_correct():
@@ -22,7 +22,7 @@ def test_expert_gemm_is_correct():
 
 
 def test_softmax_builder_program_is_correct():
-    from backend.sim.bench import softmax_program
+    from tools.bench_sim import softmax_program
     x = torch.randn(64, 256).bfloat16()
     y = torch.zeros_like(x)
     execute(softmax_program(64, 256, workers=4), (4, 1, 1), [x, y])

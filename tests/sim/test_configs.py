@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from backend.configs import CONFIG_DIR, available_chips, load_chip
-from backend.sim.timing import ChipModel
+from backend.sim.cost import ChipModel
 
 EXPECTED = {"mtia2i", "mtia1", "mtia300", "mtia400", "mtia450", "mtia500", "h200"}
 

@@ -8,7 +8,7 @@ import triton.language as tl
 
 from backend import driver
 from backend.configs import available_chips, load_chip, parse_overrides, variant_name
-from backend.sim.timing import ChipModel
+from backend.sim.cost import ChipModel
 
 
 @triton.jit

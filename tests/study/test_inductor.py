@@ -6,7 +6,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
 from backend.inductor_cpu import options
-from study.inductor import HostFallback, configure, run_on_chip, unconfigure
+from study.inductor import HostFallback, NotOneGraph, configure, run_on_chip, unconfigure
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +41,19 @@ def test_host_fallback_is_an_error_not_a_time() -> None:
     x = torch.randn(64, 32)
     with pytest.raises(HostFallback, match="topk"):
         run_on_chip("topk_test", lambda x: torch.topk(x, 4, dim=-1).values, {"x": x})
+
+
+def test_reference_split_into_graphs_per_value_is_refused() -> None:
+    # a Python loop over data (as a jagged reference written per segment): one graph per segment
+    def per_segment(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        b = offsets.tolist()
+        for lo, hi in zip(b[:-1], b[1:]):
+            out[lo:hi] = torch.softmax(x[lo:hi], dim=0)
+        return out
+    x = torch.randn(10, 4)
+    with pytest.raises(NotOneGraph, match="per_segment_test.*graphs"):
+        run_on_chip("per_segment_test", per_segment, {"x": x, "offsets": torch.tensor([0, 3, 7, 10])})
 
 
 def test_options_env_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,3 +129,12 @@ def test_inductor_autotuning_reads_simulated_time():
     # Inductor's CPU benchmark now reports the simulated microseconds, as milliseconds
     assert benchmarker.benchmark(launches_of_known_time, device="cpu") == 3.0 / 1e3
     assert benchmarker.benchmark(lambda: torch.zeros(4), device="cpu") == 0.0  # no launch: a tie
+
+
+def test_extern_ops_are_registered_by_the_study() -> None:
+    """The backend routes mm / embedding bags to the chip only through implementations its user
+    registers (it imports neither kernels/ nor baselines/); configure() registers them."""
+    from backend.inductor_cpu import extern
+    with pytest.raises(ValueError, match="unknown extern op"):
+        extern.register_extern("conv", lambda *a: None)
+    assert extern.registered("gemm") and extern.registered("embedding_bag")

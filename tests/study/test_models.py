@@ -30,7 +30,8 @@ def test_dlrm_falls_back_on_embedding_bag_and_gemms():
 
 
 def test_roofline_estimate_of_a_gemm():
-    peaks = model_coverage.chip_peaks("mtia2i")
+    from study.roofline import engine_peaks
+    peaks = engine_peaks("mtia2i")
     assert peaks.gemm_flops("bf16") == pytest.approx(177e12, rel=0.01)
     assert peaks.dram_bytes == pytest.approx(204.8e9)
     a, b = torch.randn(512, 512, dtype=torch.bfloat16), torch.randn(512, 512, dtype=torch.bfloat16)

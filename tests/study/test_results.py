@@ -63,3 +63,44 @@ def test_rows_without_a_regime_read_as_cold_and_the_file_takes_new_rows(tmp_path
     rows = read_rows(p)
     assert [x["regime"] for x in rows] == ["cold", "resident"]
     assert p.read_text().splitlines()[0].split(",") == list(COLUMNS)
+
+
+# ----------------------------------------------------------------------------- tables of their own
+
+from study.results import Table, append_table, read_table, write_table, written_keys  # noqa: E402
+
+T = Table("t", ("run", "name", "value", "ok"), key=("run", "name"))
+
+
+def test_table_rows_append_resume_and_read_strictly(tmp_path):
+    p = tmp_path / "t.csv"
+    append_table(p, T, [{"run": "a", "name": "x", "value": 0.1, "ok": True}])
+    append_table(p, T, [{"run": "a", "name": "y", "value": None, "ok": False}])
+    assert p.read_text() == "run,name,value,ok\na,x,0.1,True\na,y,,False\n"
+    assert written_keys(p, T) == {("a", "x"), ("a", "y")} and written_keys(tmp_path / "none.csv", T) == set()
+    assert read_table(p, T)[1] == {"run": "a", "name": "y", "value": "", "ok": "False"}
+    with pytest.raises(Exception, match="not in the table"):
+        append_table(p, T, [{"run": "a", "other": 1}])
+    with p.open("a") as f:
+        f.write("a,z,1")  # torn
+    with pytest.raises(CorruptResultsError):
+        read_table(p, T)
+    with pytest.raises(CorruptResultsError):
+        append_table(p, T, [{"run": "a", "name": "w"}])
+
+
+def test_table_float_format_crlf_files_and_older_headers(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_bytes(b"run,name,value\r\na,x,1\r\n")  # csv's default dialect, before the column ok existed
+    append_table(p, Table("t", T.columns, T.key, float_format=".3g"), [{"run": "b", "name": "x", "value": 1 / 3}])
+    assert p.read_bytes() == b"run,name,value,ok\r\na,x,1,\r\nb,x,0.333,\r\n"  # one line ending, one header
+    assert [r["value"] for r in read_table(p, T)] == ["1", "0.333"]
+    write_table(p, T, [{"run": "c"}])
+    assert p.read_text() == "run,name,value,ok\nc,,,\n"
+
+
+def test_measurement_keys_by_chosen_columns(tmp_path):
+    p = tmp_path / "s.csv"
+    append_rows(p, [_row(1), _row(2)])
+    assert written_keys(p, key=("workload", "shape")) == {("w", "n1"), ("w", "n2")}
+    assert len(written_keys(p)) == 2

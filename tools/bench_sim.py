@@ -1,13 +1,15 @@
 """Simulator speed: host seconds to simulate big kernels, and events priced per second.
 
-    python -m backend.sim.bench [--chip mtia2i] [--modes timing,functional] [--json]
-    python -m backend.sim.bench --baseline REV [--repeat N] [--csv PATH]
+    python -m tools.bench_sim [--chip mtia2i] [--modes timing,functional] [--json]
+    python -m tools.bench_sim --baseline REV [--repeat N] [--csv PATH]
 
-Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (backend.sim.microbench's
+Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (tools/microbench.py's
 gemm_program) and a 16384 x 4096 BF16 row softmax, the same two as plain Triton kernels, and
 (timing mode only) T3's decoder block at docs/study.md's shape (batch 16, seq 2048, hidden 4096,
 32 heads, ffn 11008, BF16) through chip-aware Inductor, one call: its wall time is compile,
-autotuning and the simulation of every kernel, what study/model_paper.py spends on it. Each row
+autotuning and the simulation of every kernel, what study/model_paper.py spends on it (the row
+needs study's model and Inductor configuration, which tools/ never import: it runs
+study/bench_decoder.py in a child interpreter). Each row
 says which executor mode it used (functional: real tile data; timing: tile data skipped, same
 events and cycles) and splits the wall time into execute (functional / timing-only simulation)
 and price (timing model). Wall-clock numbers here are host time, never chip time.
@@ -20,7 +22,8 @@ must be equal (the exit status is 1 otherwise). `--repeat N` alternates the two 
 keeps each row's fastest run. `--csv PATH` writes the rows of both. The rows of both are
 measured by this file's code (its workloads, run against each revision's simulator), so a
 workload added here is compared too; the decoder row needs study/ and backend/inductor_cpu/
-at the baseline revision as well (present since T3's chip-aware Inductor).
+at the baseline revision as well (present since T3's chip-aware Inductor); at a revision from
+before tools/ the GEMM program comes from backend/sim/microbench.py, where it was then.
 """
 from __future__ import annotations
 
@@ -33,16 +36,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
-from backend.sim.microbench import gemm_grid, gemm_program, n_pes
 from backend.sim.timing import price_launch
+
+try:
+    from tools.microbench import gemm_grid, gemm_program, n_pes
+except ImportError:  # --baseline at a revision from before tools/ (this file runs against it)
+    from backend.sim.microbench import gemm_grid, gemm_program, n_pes
+
+if TYPE_CHECKING:
+    from backend.program import Program
 
 
 def softmax_program(rows: int, cols: int, block_rows: int = 4, workers: int = 64) -> Program:
@@ -114,58 +123,24 @@ def run(chip_name: str = "mtia2i", modes: tuple[str, ...] = ("timing", "function
     return rows
 
 
-DECODER_PAPER = dict(batch=16, seq=2048, hidden=4096, heads=32, ffn=11008)
-
-
 def _decoder_rows(shape: dict | None = None) -> list[dict]:
-    """T3's decoder block (study.models.DecoderBlock) at docs/study.md's shape through
-    chip-aware Inductor, in timing mode: one call, wall = compile + autotuning + simulation;
-    events, execute (simulation) and cycles of the graph's own launches (Inductor's autotuning
-    launches are made through its CPU benchmarker, wrapped here, and left out)."""
-    from torch._inductor.runtime.benchmarking import register_benchmarker
-
-    from backend import driver
-    from backend.inductor_cpu import benchmark, options
-    from study.inductor import configure, unconfigure
-    from study.models import DecoderBlock
-    d = dict(DECODER_PAPER, **(shape or {}))
-    b, s, h = d["batch"], d["seq"], d["hidden"]
-    torch.manual_seed(0)
-    model = DecoderBlock(h, d["heads"], d["ffn"]).to(torch.bfloat16).eval()
-    x = torch.randn(b, s, h, generator=torch.Generator().manual_seed(1)).bfloat16()
-    mask = torch.full((s, s), float("-inf")).triu(1).bfloat16()
-    configure()
-    options.activate(**{k: True for k in options.DEFAULTS})
-    torch._dynamo.reset()
-    tuned: list = []
-
-    def bench(benchmarker: Any, fn: Any, warmup: int = 0, rep: int = 0, **kw: Any) -> float:
-        n = len(recs)
-        try:
-            return benchmark.simulated_benchmark(benchmarker, fn, warmup, rep, **kw)
-        finally:
-            tuned.extend(recs[n:])
-            del recs[n:]
-
-    old = driver.DEVICE.mode
-    driver.DEVICE.mode = "timing"
-    register_benchmarker("cpu", bench, override=True)
-    try:
-        fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
-        with torch.no_grad(), driver.record_launches() as recs:
-            t0 = time.perf_counter()
-            fn(x, mask)
-            wall = time.perf_counter() - t0
-    finally:
-        benchmark.install()
-        driver.DEVICE.mode = old
-        unconfigure()
-    events = int(sum(r.timing.detail.get("events", 0) for r in recs))
-    name = f"decoder_b{b}_s{s}_h{h}_bf16"
-    return [{"workload": name, "mode": "timing", "events": events,
-             "execute_s": sum(r.sim_wall_s for r in recs), "price_s": float("nan"), "wall_s": wall,
-             "events_per_s": events / wall, "price_us_per_event": float("nan"),
-             "cycles": sum(r.cycles for r in recs)}]
+    """T3's decoder block at docs/study.md's shape (`shape`: other sizes) through chip-aware
+    Inductor, in timing mode, one call (study/bench_decoder.py, its docstring says what the row
+    measures), run in a child interpreter with `backend` and `study` from the tree whose
+    simulator this process measures."""
+    root = Path(execute.__code__.co_filename).resolve().parents[2]  # the tree `backend` came from
+    script = Path(__file__).resolve().parents[1] / "study" / "bench_decoder.py"
+    with tempfile.TemporaryDirectory(prefix="sim-bench-decoder-") as tmp:
+        out = str(Path(tmp) / "rows.json")
+        argv = ["bench_decoder", out, json.dumps(shape or {}), str(torch.get_num_threads())]
+        # run_path leaves sys.path alone (the file's folder first would shadow stdlib modules)
+        code = f"import runpy, sys; sys.argv = {argv!r}; runpy.run_path({str(script)!r}, run_name='__main__')"
+        env = dict(os.environ, PYTHONPATH=str(root))
+        proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"decoder row in {root} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        with open(out) as f:
+            return json.load(f)
 
 
 def _triton_rows(modes: tuple[str, ...]) -> list[dict]:
@@ -251,7 +226,7 @@ def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", re
     "current <sha>", "+dirty" when it has uncommitted changes). The two alternate `repeat`
     times and each row keeps its fastest run: on a shared host the load changes within minutes,
     and the minimum is the least disturbed measurement of the same deterministic work."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     base_sha = _git(root, "rev-parse", "--short", f"{rev}^{{commit}}")
     cur_sha = _git(root, "rev-parse", "--short", "HEAD")
     if _git(root, "status", "--porcelain", "--untracked-files=no"):
@@ -330,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # the target is one core
     rows = run(a.chip, tuple(a.modes.split(",")), tuple(a.workloads.split(",")))
     if a.csv:
-        write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[2], "rev-parse", "--short", "HEAD"),
+        write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[1], "rev-parse", "--short", "HEAD"),
                     **r} for r in rows], a.csv)
     if a.json:
         json.dump(rows, sys.stdout, indent=1)

@@ -49,8 +49,9 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import Reg
 from baselines.expert.common import ProgramBuilder, current_chip
-from backend.sim.isa import ITEMSIZE
-from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
+from backend.program import ITEMSIZE
+from backend.sim.cost import K_RE, K_SFU, K_SIMD, ChipModel, reduce_inputs, vector_inputs
+from baselines.expert.common import DT, cached, cdiv, cmp, launch, n_pes, partition, pid64, s64, smin
 
 NEG_INF = float("-inf")
 _ITEM_CYCLES = 4 * 20       # quarter cycles per item beyond its rows (DMA descriptor setup)
@@ -85,10 +86,13 @@ class Rates:
 
     @staticmethod
     def of(dtype: str, DC: int, P: int, spill: bool) -> "Rates":
-        chip = load_chip(current_chip())
-        ghz, row = chip["clock_ghz"], DC * ITEMSIZE[dtype]
-        off = chip["offchip"]["bandwidth_gbps"] / ghz / P
-        sram = min(chip["sram"]["bandwidth_gbps"] / ghz / P, chip["local_memory"]["bandwidth_gbps"] / ghz)
+        cm = ChipModel(load_chip(current_chip()))
+        row = DC * ITEMSIZE[dtype]
+        # the timing model's SRAM share of P PEs; the off-chip share not capped by the local
+        # memory's bandwidth (as this estimate was tuned; the two differ only where one PE's
+        # share of the off-chip bandwidth would exceed its local memory's)
+        off = cm.off_bpc / P
+        sram = cm.shares(P)[0]
         return Rates(max(1, round(4 * row / off)), max(1, round(4 * row / (off if spill else sram))))
 
 
@@ -164,8 +168,7 @@ def _jagged_program(name: str, B: int, D: int, dtype: str, off_dt: str, DC: int,
 
 def spills(*tensors: torch.Tensor) -> bool:
     """Host launch parameter: does the launch's footprint (inputs + outputs) exceed the LLC?"""
-    sram = load_chip(current_chip())["sram"]
-    return sum(t.numel() * t.element_size() for t in tensors) > int(sram.get("llc_bytes", sram["bytes"]))
+    return sum(t.numel() * t.element_size() for t in tensors) > ChipModel(load_chip(current_chip())).llc_bytes
 
 
 def _load_rows(b: ProgramBuilder, VAL: Reg, item: _Item, r, rows, D: int, LC: int, DC: int, other, out,
@@ -315,10 +318,11 @@ def _sum_cost(rt: Rates):
 def _softmax_cost(rt: Rates, dtype: str, DC: int, LC: int):
     """Rows in and out, or per row chunk the compute chain (~5 BF16 / 2 FP32 SIMD passes, 2 SFU
     exp and 2 RE passes, plus latencies) when that is longer (short segments)."""
-    chip = load_chip(current_chip())
+    cm = ChipModel(load_chip(current_chip()))
     e = LC * DC
-    chunk = (5 if dtype != "f32" else 2) * e / chip["simd"]["elements_per_cycle"] + \
-        2 * e / chip["sfu"]["elements_per_cycle"] + 2 * e / chip["re"]["elements_per_cycle"] + 200
+    chunk = cm.cycles(K_SIMD, vector_inputs((5 if dtype != "f32" else 2) * e, "f32"), setup=False) + \
+        cm.cycles(K_SFU, vector_inputs(2 * e, "f32"), setup=False) + \
+        cm.cycles(K_RE, reduce_inputs(2 * e, 2 * LC), setup=False) + 200
     row = max(rt.read, rt.write)
 
     def cost(b, lens, tmp):
@@ -444,9 +448,3 @@ def dot_interaction(x):
     prog = dot_interaction_program(B, F, D, DT[x.dtype])
     launch(prog, prog.meta["grid"], [x.contiguous(), out])
     return out
-
-
-attach("jagged_to_padded_dense", jagged_to_padded_dense_program, jagged_to_padded_dense)
-attach("jagged_sum", jagged_sum_program, jagged_sum)
-attach("jagged_softmax", jagged_softmax_program, jagged_softmax)
-attach("dot_interaction", dot_interaction_program, dot_interaction)

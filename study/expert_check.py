@@ -1,4 +1,4 @@
-"""Roofline check of the expert library: `python -m baselines.expert.check [--dtype all] [names...]`.
+"""Roofline check of the expert library: `python -m study.expert_check [--all-dtypes] [names...]`.
 
 For each workload with an `expert` implementation and each of its "study" shapes: simulated
 time (summed over the launches recorded by backend.driver), achieved TFLOPS and GB/s from the
@@ -22,8 +22,8 @@ import triton  # noqa: F401  - before backend.driver (circular import otherwise)
 
 from backend.driver import DEVICE, record_launches
 from baselines.expert import common
-from study.registry import load_all
 from study.measure import _tensors
+from study.registry import load_all
 from study.roofline import attainable_flops, chip_peaks, offchip_bytes, roofline_fraction
 
 MAX_INPUT_BYTES = 1.2e9  # host memory guard: larger study shapes are listed as skipped

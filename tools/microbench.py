@@ -1,6 +1,6 @@
 """Calibration microbenchmarks: simulated peaks of a chip config against its published figures.
 
-    python -m backend.sim.microbench --chip mtia2i [--json] [--csv results/raw/microbench_mtia2i.csv]
+    python -m tools.microbench --chip mtia2i [--json] [--csv results/raw/microbench_mtia2i.csv]
 
 Every number comes from a real program (written with backend/sim/builder.py) run through
 executor.execute and priced by timing.price_launch, end to end: launch overhead, DMA warm-up
@@ -29,7 +29,7 @@ import torch
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.sim.isa import Program
+from backend.program import Program
 from backend.sim.timing import LaunchTiming, price_launch
 
 SOURCE = "ISCA25 Table 2"

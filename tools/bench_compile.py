@@ -1,6 +1,6 @@
 """Compile-time and launch-overhead figures of the MTIA backend over the test corpus.
 
-`python -m backend.bench_compile` (make bench-compile). For every corpus kernel: the cold compile
+`python -m tools.bench_compile` (make bench-compile). For every corpus kernel: the cold compile
 time (fresh TRITON_CACHE_DIR and an empty in-process kernel cache; first launch minus a cached
 launch of the same inputs), then the host overhead of a cached launch of a tiny kernel (wall time
 per launch, and that minus the simulator's own time). Prints a table and the medians against the

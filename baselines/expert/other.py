@@ -1,4 +1,5 @@
-"""Expert cumsum (lengths -> jagged offsets) and rotary position embedding (RoPE, rotate-half).
+"""Expert kernels of the `other` family: cumsum (lengths -> jagged offsets) and rotary position
+embedding (RoPE, rotate-half).
 
 jagged_offsets: offsets = [0, l0, l0 + l1, ...]. A blocked scan on ONE program: tile i of T
 lengths gets an inclusive scan on the reduction engine (re.scan); SIMD adds the running carry
@@ -26,8 +27,8 @@ from __future__ import annotations
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from baselines.expert.common import DT, attach, cached, cdiv, launch, partition, pow2_at_least, s64, smin
-from baselines.expert.mx4 import const_tile, pe_range, prefetched_loop
+from baselines.expert.common import DT, cached, cdiv, launch, partition, pow2_at_least, s64, smin
+from baselines.expert.quantisation_mx4 import const_tile, pe_range, prefetched_loop
 
 # ----------------------------------------------------------------------------- cumsum
 
@@ -155,7 +156,3 @@ def rope(x, cos, sin):
     prog = rope_program(B, S, H, D, DT[x.dtype])
     launch(prog, prog.meta["grid"], [x.contiguous(), cos.float().contiguous(), sin.float().contiguous(), out])
     return out
-
-
-attach("jagged_offsets", jagged_offsets_program, jagged_offsets)
-attach("rope", rope_program, rope)

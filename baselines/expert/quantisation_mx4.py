@@ -34,7 +34,7 @@ from typing import Callable
 import torch
 
 from baselines.expert.common import ProgramBuilder
-from baselines.expert.common import DT, attach, cached, cdiv, cmp, launch, partition, pid64, s64, smin
+from baselines.expert.common import DT, cached, cdiv, cmp, launch, partition, pid64, s64, smin
 
 GROUP = 32
 _THRESHOLDS_X4 = (1, 3, 5, 7, 10, 14, 20)      # E2M1 rounding boundaries 0.25 .. 5, times 4
@@ -243,7 +243,3 @@ def mx4_dequantize(packed, exponents):
     prog = mx4_dequantize_program(ng)
     launch(prog, prog.meta["grid"], [packed.contiguous(), exponents.contiguous(), out])
     return out
-
-
-attach("mx4_quantize", mx4_quantize_program, mx4_quantize)
-attach("mx4_dequantize", mx4_dequantize_program, mx4_dequantize)

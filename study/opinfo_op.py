@@ -1,0 +1,297 @@
+"""T4: one OpInfo op at one dtype, through torch.compile (Inductor) and the MTIA backend, in
+this process: its status and the columns study/opinfo.py writes.
+
+The first few sample inputs run in eager mode (the reference) and through
+`torch.compile(fn, backend="inductor", fullgraph=False, dynamic=False)`; the outputs are compared
+with the study's tolerances for compiled code (study/tolerances.py, use "compiled"), loosened to
+the OpInfo's own forward-test override where that is looser. A failure is classified by
+study/opinfo_errors.py and, when the Triton path failed, run once more through Inductor's own
+C++ backend (column inductor_cpp) to tell this backend's failures from Inductor's.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from study.opinfo_errors import _chain, _first_line, classify_exception
+from study.tolerances import tolerance
+
+# Ops whose output is not a function of the inputs, beyond what OpInfo marks
+# (has_nondeterministic_output) and what the two-seed eager check below catches.
+NONDETERMINISTIC = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
+                    "bernoulli", "normal", "uniform", "multinomial", "rand_like", "randn_like", "randint_like",
+                    "randint", "randn", "rand", "nn.functional.dropout", "nn.functional.dropout2d",
+                    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+                    "nn.functional.rrelu", "cauchy", "exponential", "geometric", "log_normal", "torch.empty"}
+
+
+@dataclass
+class OpResult:
+    op: str
+    variant: str
+    dtype: str
+    status: str
+    n_samples: int = 0
+    n_kernels: int = 0
+    n_launches: int = 0
+    max_abs_err: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    error_type: str = ""
+    error_origin: str = ""
+    backend_op: str = ""
+    error_message: str = ""
+    error_where: str = ""
+    n_graphs: int = 0
+    fallback_ops: str = ""
+    no_triton_reason: str = ""
+    inductor_cpp: str = ""
+    wall_s: float = 0.0
+    kernels: list[str] = field(default_factory=list)
+
+
+def op_key(op) -> tuple[str, str]:
+    return op.name, op.variant_test_name or ""
+
+
+def full_name(name: str, variant: str) -> str:
+    return f"{name}.{variant}" if variant else name
+
+
+
+# ----------------------------------------------------------------------------- comparing
+
+def tolerances(op, dtype) -> tuple[float, float]:
+    """The study's (rtol, atol) for the dtype (study/tolerances.py, use "compiled"), loosened to
+    the largest forward-test override the OpInfo declares for that dtype on CPU
+    (toleranceOverride in its decorators)."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+    rtol = atol = tolerance(dtype, use="compiled")
+    for d in getattr(op, "decorators", ()) or ():
+        decs = getattr(d, "decorators", [d])
+        test_name = getattr(d, "test_name", None) or ""
+        if getattr(d, "device_type", None) not in (None, "cpu"):
+            continue
+        if any(k in test_name for k in ("grad", "jvp", "vjp", "backward")):
+            continue
+        for dec in decs:
+            if isinstance(dec, toleranceOverride) and dtype in dec.d:
+                t = dec.d[dtype]
+                atol, rtol = max(atol, t.atol), max(rtol, t.rtol)
+    return rtol, atol
+
+
+def _leaves(x) -> list:
+    import torch.utils._pytree as pytree
+    return pytree.tree_leaves(x)
+
+
+def max_abs_err(actual, expected) -> float | None:
+    import torch
+    worst = None
+    for a, e in zip(_leaves(actual), _leaves(expected)):
+        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)) or a.shape != e.shape:
+            continue
+        if a.numel() == 0 or e.is_sparse or a.is_sparse:
+            continue
+        a64, e64 = a.detach().to(torch.complex128 if a.is_complex() or e.is_complex() else torch.float64), \
+            e.detach().to(torch.complex128 if a.is_complex() or e.is_complex() else torch.float64)
+        both_nan = a64.isnan() & e64.isnan()
+        same = (a64 == e64) | both_nan
+        d = (a64 - e64).abs()
+        d = torch.where(same, torch.zeros_like(d), d)
+        d = torch.where(d.isnan(), torch.full_like(d, float("inf")), d)
+        v = float(d.max())
+        worst = v if worst is None else max(worst, v)
+    return worst
+
+
+def compare(actual, expected, rtol: float, atol: float) -> str | None:
+    """None when close, else assert_close's first message line."""
+    import torch
+    try:
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, check_device=False,
+                                   check_layout=False)
+        return None
+    except AssertionError as e:
+        return _first_line(str(e))
+    except (TypeError, ValueError, RuntimeError) as e:  # e.g. a non-tensor output of another type
+        if actual == expected if not isinstance(actual, torch.Tensor) else False:
+            return None
+        return _first_line(f"{type(e).__name__}: {e}")
+
+
+
+# ----------------------------------------------------------------------------- one op
+
+def _clone(x):
+    import torch
+    import torch.utils._pytree as pytree
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
+
+
+def _samples(op, dtype, n: int, scan: int):
+    """Up to n (sample, eager_output) pairs whose eager run works; scans at most `scan`."""
+    import itertools
+    import torch
+    got, eager_err = [], None
+    torch.manual_seed(0)
+    gen = op.sample_inputs("cpu", dtype, requires_grad=False)
+    for s in itertools.islice(gen, scan):
+        try:
+            torch.manual_seed(0)
+            ref = op.op(*_clone((s.input, *s.args)), **_clone(s.kwargs))
+        except Exception as e:  # noqa: BLE001 - eager failure makes the sample inapplicable
+            eager_err = e
+            continue
+        got.append((s, ref))
+        if len(got) >= n:
+            break
+    return got, eager_err
+
+
+def _is_random(op, sample, ref) -> bool:
+    import torch
+    torch.manual_seed(1)
+    try:
+        again = op.op(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
+    except Exception:  # noqa: BLE001
+        return False
+    return compare(again, ref, 0.0, 0.0) is not None
+
+
+def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = True) -> OpResult:
+    """Classify one OpInfo at one dtype in this process. `compile_fn(fn)` replaces torch.compile
+    (tests use it to inject a wrong result)."""
+    import torch
+    from backend.driver import record_launches
+    name, variant = op_key(op)
+    dname = str(dtype).replace("torch.", "")
+    t0 = time.perf_counter()
+    res = OpResult(name, variant, dname, "skipped")
+
+    def done(**kw) -> OpResult:
+        for k, v in kw.items():
+            setattr(res, k, v)
+        res.wall_s = round(time.perf_counter() - t0, 3)
+        return res
+
+    if not op.supports_dtype(dtype, "cpu"):
+        return done(error_message=f"{dname} not supported on cpu by the OpInfo")
+    if getattr(op, "has_nondeterministic_output", False) or name in NONDETERMINISTIC:
+        return done(error_message="nondeterministic or random output")
+    try:
+        samples, eager_err = _samples(op, dtype, n_samples, scan=n_samples + 10)
+    except Exception as e:  # noqa: BLE001
+        return done(error_type=type(e).__name__, error_message="sample generation failed: " + _first_line(str(e)))
+    if not samples:
+        if eager_err is not None:
+            return done(error_type=type(eager_err).__name__,
+                        error_message="eager failed on every sample: " + _first_line(str(eager_err)))
+        return done(error_message="no sample inputs")
+    if _is_random(op, *samples[0]):
+        return done(error_message="random: eager output depends on the seed")
+
+    rtol, atol = tolerances(op, dtype)
+    res.rtol, res.atol = rtol, atol
+    compile_fn = compile_fn or _default_compile
+    kernels: set[str] = set()
+    codes: list[str] = []
+    worst = None
+
+    def finish(**kw) -> OpResult:
+        n_graphs, fallbacks = _inductor_summary(codes)
+        res.n_graphs, res.fallback_ops = n_graphs, ";".join(fallbacks)
+        if kw.get("status") == "pass_no_triton":
+            res.no_triton_reason = "no_graph" if n_graphs == 0 else ("fallback" if fallbacks else "no_compute")
+        if kw.get("status") in ("wrong", "compile_error", "runtime_error") and cpp_control:
+            res.inductor_cpp = _cpp_control(op, samples, rtol, atol)
+        return done(n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst, **kw)
+
+    for i, (s, ref) in enumerate(samples):
+        inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
+        try:
+            with record_launches() as recs:
+                out = _run_compiled(op, compile_fn, inp, args, kwargs, codes)
+        except Exception as e:  # noqa: BLE001
+            status, etype, origin, bop, msg, where = classify_exception(e)
+            res.n_launches += len(recs)
+            kernels.update(r.name for r in recs)
+            return finish(status=status, error_type=etype, error_origin=origin, backend_op=bop, error_message=msg,
+                          error_where=where, n_samples=i)
+        res.n_launches += len(recs)
+        kernels.update(r.name for r in recs)
+        err = max_abs_err(out, ref)
+        if err is not None:
+            worst = err if worst is None else max(worst, err)
+        mismatch = compare(out, ref, rtol, atol)
+        if mismatch is not None:
+            return finish(status="wrong", error_type="AssertionError", error_origin="compare",
+                          error_message=f"sample {i}: {mismatch}", n_samples=i + 1)
+    torch._dynamo.reset()
+    return finish(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples))
+
+
+def _default_compile(f):
+    import torch
+    return torch.compile(f, backend="inductor", fullgraph=False, dynamic=False)
+
+
+def _run_compiled(op, compile_fn, inp, args, kwargs, codes: list[str]):
+    """One fresh compile and run of the op; the wrapper code of every Inductor graph compiled
+    (or loaded from the FX graph cache) is appended to `codes`."""
+    from unittest import mock
+    import torch
+    from torch._inductor.graph import GraphLowering
+    torch._dynamo.reset()
+    opfn = op.op
+
+    def fn(inp, args, kwargs):
+        return opfn(inp, *args, **kwargs)
+
+    compiled = compile_fn(fn)
+    torch.manual_seed(0)
+    with mock.patch.object(GraphLowering, "save_output_code", codes.append):
+        return compiled(inp, args, kwargs)
+
+
+_EXTERN_RE = re.compile(r"\bextern_kernels\.(\w+)\(")
+_FALLBACK_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.\w+\(")
+
+
+def _inductor_summary(codes: list[str]) -> tuple[int, list[str]]:
+    """(graphs compiled, distinct extern / aten-fallback calls in their wrapper code)."""
+    found: set[str] = set()
+    for code in codes:
+        for line in code.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "assert_", "from ", "import ")):
+                continue
+            found.update(f"extern.{m}" for m in _EXTERN_RE.findall(line))
+            found.update(f"{ns}.{name}" for ns, name in _FALLBACK_RE.findall(line))
+    return len(codes), sorted(found)
+
+
+def _cpp_control(op, samples, rtol, atol) -> str:
+    """The same samples through Inductor's own C++ CPU backend: 'pass' means the failure
+    belongs to the Triton path (the MTIA backend, or Inductor's Triton codegen); 'wrong' or an
+    error means Inductor itself fails there too."""
+    import torch._inductor.config as ic
+    old = ic.cpu_backend
+    ic.cpu_backend = "cpp"
+    try:
+        for s, ref in samples:
+            inp, args, kwargs = _clone((s.input, s.args, s.kwargs))
+            try:
+                out = _run_compiled(op, _default_compile, inp, args, kwargs, [])
+            except Exception as e:  # noqa: BLE001
+                return f"error: {type(_chain(e)[-1]).__name__}"
+            if compare(out, ref, rtol, atol) is not None:
+                return "wrong"
+        return "pass"
+    finally:
+        ic.cpu_backend = old
+        import torch
+        torch._dynamo.reset()
+
