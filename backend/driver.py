@@ -49,8 +49,10 @@ class _DeviceState:
     timing: bool = True
     trace: bool = False  # collect per-instruction engine spans (Perfetto timelines)
     keep_traces: bool = False  # keep each launch's executed traces in its record (reprice)
-    # "timing": skip tile arithmetic of the heavy instructions (same cycles when addresses and
-    # control flow do not depend on tile data; results are not computed). For speed sweeps.
+    # "timing": skip the tile arithmetic whose results cannot reach an address, mask, bound or
+    # branch of the launch (backend/sim/executor.values_needed), so the cycles are the
+    # functional mode's; float outputs are not computed, launches that write integers
+    # (indices for later launches) run functionally. For big shapes and speed sweeps.
     mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
 
 
@@ -257,7 +259,7 @@ def _persistent_launch(program: Any, grid: tuple[int, int, int], args: list[Any]
 
 
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
-    from backend.sim.executor import execute
+    from backend.sim.executor import execute, writes_integers
     args = [_storage_tensor(a) for a in args]
     grid, args = _persistent_launch(program, grid, args)
     for a in args:
@@ -272,7 +274,10 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     args = [_int_register(p, a) for p, a in zip(program.params, args)]
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
-    traces = execute(program, grid, args, record=DEVICE.timing, mode=DEVICE.mode)
+    mode = DEVICE.mode
+    if mode == "timing" and writes_integers(program):
+        mode = "functional"  # its outputs may be what later launches address memory with
+    traces = execute(program, grid, args, record=DEVICE.timing, mode=mode)
     timing = price(program, traces, chip)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)

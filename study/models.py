@@ -15,6 +15,13 @@ sequence, hidden width and table sizes shrink. docs/study.md's shapes are listed
 
 All models run in BF16 (docs/study.md: the decoder is BF16; the others follow it); correctness is
 checked against eager at the BF16 tolerance (1e-2).
+
+A third size, "paper", is docs/study.md's shape itself (`PAPER_SIZES`; not in `SIZES`, which
+T3's functional run iterates): decoder batch 16, seq 2048, hidden 4096, 32 heads, ffn 11008;
+MoE 4096 tokens, hidden 4096, ffn 8192 (2 x hidden, as the study size), top-2 of 8; jagged
+batch 512, lengths 1-1024, item dim 64; DLRM its study shape (already the smallest docs shape).
+It is simulated in timing mode only (study/model_paper.py): too large for the functional
+simulator and for an eager reference on this host.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ from torch import nn
 
 DTYPE = torch.bfloat16
 SIZES = ("test", "study")
+PAPER_SIZES = ("paper",)
 
 
 # ----------------------------------------------------------------------------- decoder block
@@ -113,13 +121,16 @@ class MoEFFN(nn.Module):
     the router weights. Capacity C = tokens * k / E * 2, so for random routing no token is
     dropped in practice (a dropped choice contributes zero, in eager and compiled alike)."""
 
-    def __init__(self, hidden: int, ffn: int, experts: int = 8, top_k: int = 2, capacity_factor: float = 2.0):
+    def __init__(self, hidden: int, ffn: int, experts: int = 8, top_k: int = 2, capacity_factor: float = 2.0,
+                 param_dtype: torch.dtype = torch.float32):
         super().__init__()
         self.e, self.k, self.cf = experts, top_k, capacity_factor
         self.router = nn.Linear(hidden, experts, bias=False)
-        self.w_gate = nn.Parameter(torch.randn(experts, hidden, ffn) / math.sqrt(hidden))
-        self.w_up = nn.Parameter(torch.randn(experts, hidden, ffn) / math.sqrt(hidden))
-        self.w_down = nn.Parameter(torch.randn(experts, ffn, hidden) / math.sqrt(ffn))
+        # param_dtype: the paper size draws its expert weights in BF16 directly (three FP32
+        # copies of 8 x 4096 x 8192 would need 3 GB more)
+        self.w_gate = nn.Parameter(torch.randn(experts, hidden, ffn, dtype=param_dtype) / math.sqrt(hidden))
+        self.w_up = nn.Parameter(torch.randn(experts, hidden, ffn, dtype=param_dtype) / math.sqrt(hidden))
+        self.w_down = nn.Parameter(torch.randn(experts, ffn, hidden, dtype=param_dtype) / math.sqrt(ffn))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         t, h = x.shape
@@ -191,19 +202,22 @@ def _gen(seed: int) -> torch.Generator:
 
 
 def _decoder(size: str) -> ModelCase:
-    b, s, h, nh, ffn = {"test": (1, 32, 64, 2, 128), "study": (4, 256, 512, 4, 1376)}[size]
+    b, s, h, nh, ffn = {"test": (1, 32, 64, 2, 128), "study": (4, 256, 512, 4, 1376),
+                        "paper": (16, 2048, 4096, 32, 11008)}[size]
     torch.manual_seed(0)
     m = DecoderBlock(h, nh, ffn)
     x = torch.randn(b, s, h, generator=_gen(1))
     mask = torch.full((s, s), float("-inf")).triu(1)
     paper = "batch 16, seq 2048, hidden 4096, 32 heads (hd 128), ffn 11008, BF16"
     return ModelCase("decoder", size, m, (x, mask), f"batch {b}, seq {s}, hidden {h}, {nh} heads (hd {h // nh}), "
-                     f"ffn {ffn}", paper, "batch /4, seq /8, hidden /8, heads /8 (head_dim 128 kept), ffn /8")
+                     f"ffn {ffn}", paper, "none: the docs/study.md shape" if size == "paper" else
+                     "batch /4, seq /8, hidden /8, heads /8 (head_dim 128 kept), ffn /8")
 
 
 def _dlrm(size: str) -> ModelCase:
+    study = dict(b=512, t=26, rows=100_000, d=64, dense=13, bottom=[512, 256], top=[512, 256], maxbag=16)
     cfg = {"test": dict(b=16, t=3, rows=64, d=16, dense=8, bottom=[32, 16], top=[32, 16], maxbag=4),
-           "study": dict(b=512, t=26, rows=100_000, d=64, dense=13, bottom=[512, 256], top=[512, 256], maxbag=16)}[size]
+           "study": study, "paper": study}[size]
     torch.manual_seed(0)
     m = DLRM(cfg["dense"], cfg["t"], cfg["rows"], cfg["d"], cfg["bottom"], cfg["top"])
     g = _gen(1)
@@ -222,17 +236,19 @@ def _dlrm(size: str) -> ModelCase:
 
 
 def _moe(size: str) -> ModelCase:
-    t, h, ffn = {"test": (32, 32, 64), "study": (512, 512, 1024)}[size]
+    t, h, ffn = {"test": (32, 32, 64), "study": (512, 512, 1024), "paper": (4096, 4096, 8192)}[size]
     torch.manual_seed(0)
-    m = MoEFFN(h, ffn)
+    m = MoEFFN(h, ffn, param_dtype=DTYPE if size == "paper" else torch.float32)
     x = torch.randn(t, h, generator=_gen(1))
     paper = "tokens 4096, hidden 4096, top-2 of 8 experts"
     return ModelCase("moe", size, m, (x,), f"tokens {t}, hidden {h}, ffn {ffn}, top-2 of 8, capacity x2", paper,
+                     "none: the docs/study.md shape, ffn = 2 x hidden" if size == "paper" else
                      "tokens /8, hidden /8, ffn = 2 x hidden, experts 8 and top-2 kept")
 
 
 def _jagged(size: str) -> ModelCase:
-    b, maxlen, d, u, hid = {"test": (8, 16, 16, 8, [32, 16]), "study": (64, 128, 64, 32, [256, 128])}[size]
+    b, maxlen, d, u, hid = {"test": (8, 16, 16, 8, [32, 16]), "study": (64, 128, 64, 32, [256, 128]),
+                            "paper": (512, 1024, 64, 32, [256, 128])}[size]
     torch.manual_seed(0)
     m = JaggedBlock(d, u, hid)
     g = _gen(1)
@@ -243,6 +259,7 @@ def _jagged(size: str) -> ModelCase:
     paper = "batch 512, history lengths 1-1024"
     return ModelCase("jagged", size, m, (values, offsets, user),
                      f"batch {b}, lengths 1-{maxlen} (total {int(lengths.sum())}), dim {d}, mlp {hid}", paper,
+                     "none: the docs/study.md shape, item dim 64" if size == "paper" else
                      "batch /8, max history length /8, item dim 64")
 
 
@@ -253,8 +270,8 @@ MODELS = tuple(BUILDERS)
 
 def build(name: str, size: str, dtype: torch.dtype = DTYPE) -> ModelCase:
     """The model in eval mode with its inputs; floating-point weights and inputs in `dtype`."""
-    if size not in SIZES:
-        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+    if size not in SIZES + PAPER_SIZES:
+        raise ValueError(f"size must be one of {SIZES + PAPER_SIZES}, got {size!r}")
     case = BUILDERS[name](size)
     case.module = case.module.to(dtype).eval()
     case.inputs = tuple(a.to(dtype) if a.is_floating_point() else a for a in case.inputs)

@@ -4,16 +4,26 @@
     python -m tools.bench_sim --baseline REV [--repeat N] [--csv PATH]
 
 Workloads are builder-written expert programs: a 4096^3 BF16 GEMM (tools/microbench.py's
-gemm_program) and a 16384 x 4096 BF16 row softmax. Each row says which executor mode it used
-(functional: real tile data; timing: tile data skipped, same events and cycles) and splits
-the wall time into execute (functional / timing-only simulation) and price (timing model).
-Wall-clock numbers here are host time, never chip time.
+gemm_program) and a 16384 x 4096 BF16 row softmax, the same two as plain Triton kernels, and
+(timing mode only) T3's decoder block at docs/study.md's shape (batch 16, seq 2048, hidden 4096,
+32 heads, ffn 11008, BF16) through chip-aware Inductor, one call: its wall time is compile,
+autotuning and the simulation of every kernel, what study/model_paper.py spends on it (the row
+needs study's model and Inductor configuration, which tools/ never import: it runs
+study/bench_decoder.py in a child interpreter). Each row
+says which executor mode it used (functional: real tile data; timing: tile data skipped, same
+events and cycles) and splits the wall time into execute (functional / timing-only simulation)
+and price (timing model). Wall-clock numbers here are host time, never chip time.
+`--workloads gemm,softmax,triton,decoder` picks row groups (default: all).
 
 `--baseline REV` measures the simulator of git revision REV (checked out in a temporary git
 worktree) and the current code in one run, each in its own subprocess, one after the other on
 the same host, and prints them side by side with the speed-up; the simulated cycles of both
 must be equal (the exit status is 1 otherwise). `--repeat N` alternates the two N times and
-keeps each row's fastest run. `--csv PATH` writes the rows of both.
+keeps each row's fastest run. `--csv PATH` writes the rows of both. The rows of both are
+measured by this file's code (its workloads, run against each revision's simulator), so a
+workload added here is compared too; the decoder row needs study/ and backend/inductor_cpu/
+at the baseline revision as well (present since T3's chip-aware Inductor); at a revision from
+before tools/ the GEMM program comes from backend/sim/microbench.py, where it was then.
 """
 from __future__ import annotations
 
@@ -26,16 +36,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from backend.configs import load_chip
 from backend.sim.builder import ProgramBuilder
 from backend.sim.executor import execute
-from backend.program import Program
-from tools.microbench import gemm_grid, gemm_program, n_pes
 from backend.sim.timing import price_launch
+
+try:
+    from tools.microbench import gemm_grid, gemm_program, n_pes
+except ImportError:  # --baseline at a revision from before tools/ (this file runs against it)
+    from backend.sim.microbench import gemm_grid, gemm_program, n_pes
+
+if TYPE_CHECKING:
+    from backend.program import Program
 
 
 def softmax_program(rows: int, cols: int, block_rows: int = 4, workers: int = 64) -> Program:
@@ -74,27 +90,57 @@ def _timed(prog: Program, grid: tuple, args: list, chip: dict, mode: str) -> dic
             "cycles": timing.cycles, "sim_time_us": timing.time_us}
 
 
-def run(chip_name: str = "mtia2i", modes: tuple[str, ...] = ("timing", "functional")) -> list[dict]:
+WORKLOADS = ("gemm", "softmax", "triton", "decoder")
+
+
+def run(chip_name: str = "mtia2i", modes: tuple[str, ...] = ("timing", "functional"),
+        workloads: tuple[str, ...] = WORKLOADS) -> list[dict]:
     chip = load_chip(chip_name)
     P = n_pes(chip)
     rows: list[dict] = []
     torch.manual_seed(0)
-    M = N = K = 4096
-    prog = gemm_program(M, N, K, workers=P)
-    a, bm = torch.randn(M, K).bfloat16(), torch.randn(K, N).bfloat16()
-    c = torch.zeros(M, N)
-    for mode in modes:
-        rows.append({"workload": "gemm_4096x4096x4096_bf16", **_timed(prog, gemm_grid(M, N, workers=P),
-                                                                       [a, bm, c], chip, mode)})
-    del a, bm, c
-    R, C = 16384, 4096
-    prog = softmax_program(R, C, workers=P)
-    x = torch.randn(R, C).bfloat16()
-    y = torch.empty_like(x)
-    for mode in modes:
-        rows.append({"workload": "softmax_16384x4096_bf16", **_timed(prog, (P, 1, 1), [x, y], chip, mode)})
-    del x, y
-    return rows + _triton_rows(modes)
+    if "gemm" in workloads:
+        M = N = K = 4096
+        prog = gemm_program(M, N, K, workers=P)
+        a, bm = torch.randn(M, K).bfloat16(), torch.randn(K, N).bfloat16()
+        c = torch.zeros(M, N)
+        for mode in modes:
+            rows.append({"workload": "gemm_4096x4096x4096_bf16", **_timed(prog, gemm_grid(M, N, workers=P),
+                                                                           [a, bm, c], chip, mode)})
+        del a, bm, c
+    if "softmax" in workloads:
+        R, C = 16384, 4096
+        prog = softmax_program(R, C, workers=P)
+        x = torch.randn(R, C).bfloat16()
+        y = torch.empty_like(x)
+        for mode in modes:
+            rows.append({"workload": "softmax_16384x4096_bf16", **_timed(prog, (P, 1, 1), [x, y], chip, mode)})
+        del x, y
+    if "triton" in workloads:
+        rows += _triton_rows(modes)
+    if "decoder" in workloads and "timing" in modes:
+        rows += _decoder_rows()
+    return rows
+
+
+def _decoder_rows(shape: dict | None = None) -> list[dict]:
+    """T3's decoder block at docs/study.md's shape (`shape`: other sizes) through chip-aware
+    Inductor, in timing mode, one call (study/bench_decoder.py, its docstring says what the row
+    measures), run in a child interpreter with `backend` and `study` from the tree whose
+    simulator this process measures."""
+    root = Path(execute.__code__.co_filename).resolve().parents[2]  # the tree `backend` came from
+    script = Path(__file__).resolve().parents[1] / "study" / "bench_decoder.py"
+    with tempfile.TemporaryDirectory(prefix="sim-bench-decoder-") as tmp:
+        out = str(Path(tmp) / "rows.json")
+        argv = ["bench_decoder", out, json.dumps(shape or {}), str(torch.get_num_threads())]
+        # run_path leaves sys.path alone (the file's folder first would shadow stdlib modules)
+        code = f"import runpy, sys; sys.argv = {argv!r}; runpy.run_path({str(script)!r}, run_name='__main__')"
+        env = dict(os.environ, PYTHONPATH=str(root))
+        proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"decoder row in {root} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        with open(out) as f:
+            return json.load(f)
 
 
 def _triton_rows(modes: tuple[str, ...]) -> list[dict]:
@@ -147,13 +193,13 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _measure_in(root: Path, chip: str, modes: str) -> list[dict]:
-    """Run this benchmark with the code under `root` in a fresh interpreter; its rows."""
+def _measure_in(root: Path, chip: str, modes: str, workloads: str = ",".join(WORKLOADS)) -> list[dict]:
+    """Run this benchmark (this file) with the simulator under `root` in a fresh interpreter; its rows."""
     env = dict(os.environ, PYTHONPATH=str(root))  # `backend` (and Triton's plugin) from `root`
-    # revisions before the tools/ folder kept this benchmark at backend/sim/bench.py
-    module = "tools.bench_sim" if (root / "tools" / "bench_sim.py").exists() else "backend.sim.bench"
-    proc = subprocess.run([sys.executable, "-m", module, "--chip", chip, "--modes", modes, "--json"],
-                          cwd=root, env=env, capture_output=True, text=True)
+    # run_path leaves sys.path alone (the file's folder first would shadow the stdlib's `trace`)
+    code = (f"import runpy, sys; sys.argv = ['bench', '--chip', {chip!r}, '--modes', {modes!r}, '--workloads', "
+            f"{workloads!r}, '--json']; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"benchmark in {root} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = proc.stdout
@@ -174,7 +220,8 @@ def _fastest(runs: list[list[dict]]) -> list[dict]:
     return list(best.values())
 
 
-def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", repeat: int = 1) -> list[dict]:
+def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", repeat: int = 1,
+            workloads: str = ",".join(WORKLOADS)) -> list[dict]:
     """Rows of revision `rev` (code "baseline <sha>") and of the current working tree (code
     "current <sha>", "+dirty" when it has uncommitted changes). The two alternate `repeat`
     times and each row keeps its fastest run: on a shared host the load changes within minutes,
@@ -190,8 +237,8 @@ def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", re
         _git(root, "worktree", "add", "--detach", str(wt), base_sha)
         try:
             for _ in range(max(1, repeat)):
-                base_runs.append(_measure_in(wt, chip, modes))
-                cur_runs.append(_measure_in(root, chip, modes))
+                base_runs.append(_measure_in(wt, chip, modes, workloads))
+                cur_runs.append(_measure_in(root, chip, modes, workloads))
         finally:
             _git(root, "worktree", "remove", "--force", str(wt))
     return [{"code": f"baseline {base_sha}", **r} for r in _fastest(base_runs)] + \
@@ -240,9 +287,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --baseline: alternate the two N times, keep each row's fastest run")
     ap.add_argument("--csv", metavar="PATH", help="write the rows (code, workload, mode, events, wall_s, "
                                                   "events_per_s, cycles) to PATH")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"row groups, of {', '.join(WORKLOADS)}")
     a = ap.parse_args(argv)
+    unknown = set(a.workloads.split(",")) - set(WORKLOADS)
+    if unknown:
+        ap.error(f"--workloads: unknown {sorted(unknown)}; known: {', '.join(WORKLOADS)}")
     if a.baseline:
-        rows = compare(a.baseline, a.chip, a.modes, a.repeat)
+        rows = compare(a.baseline, a.chip, a.modes, a.repeat, a.workloads)
         if a.csv:
             write_csv(rows, a.csv)
         table, same = format_comparison(rows)
@@ -252,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             print("ERROR: baseline and current disagree on events or cycles")
         return 0 if same else 1
     torch.set_num_threads(1)  # the target is one core
-    rows = run(a.chip, tuple(a.modes.split(",")))
+    rows = run(a.chip, tuple(a.modes.split(",")), tuple(a.workloads.split(",")))
     if a.csv:
         write_csv([{"code": "current " + _git(Path(__file__).resolve().parents[1], "rev-parse", "--short", "HEAD"),
                     **r} for r in rows], a.csv)

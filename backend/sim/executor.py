@@ -5,7 +5,10 @@ instruction reports its cost inputs; the list of (instruction, cost) per program
 timing model prices. Control flow (for / if / while) is run here, by the command processor.
 `execute(..., mode="timing")` swaps the heavy tile instructions for TIMING_ONLY versions that
 produce the same cost inputs (through the same constructors, backend/sim/cost/inputs.py)
-without computing tile data (for simulator speed on big shapes).
+without computing tile data (for simulator speed on big shapes), except where that data
+reaches an address, a mask, a bound or a branch (values_needed).
+In timing mode the programs of a grid run in lockstep where they can (lockstep.py): once for
+all the programs that execute the same instructions with the same cost inputs.
 The hot instructions of both modes run through per-instruction fast paths (fastpath.py), which
 give the same values, cost inputs and errors as the generic code they stand in for; a program's
 instructions are taken as fixed once it has run.
@@ -18,6 +21,7 @@ from typing import Any
 import torch
 
 from backend.program import TORCH_DTYPE, Block, Instr, Program, registers_in
+from backend.sim import lockstep
 from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, ReduceInputs, VectorInputs, fma_inputs, matmul_inputs,
                                      reduce_inputs, vector_inputs)
 from backend.sim.fastpath import specialise, without_gc
@@ -34,6 +38,10 @@ class ProgramTrace:
     # region index -> (tensor argument name, bytes): lets the timing model tell first reads of a
     # tensor (off-chip) from re-reads (on-chip SRAM). Shared by all traces of one launch.
     regions: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # timing mode's lockstep (lockstep.py): programs of one Group share `events` (same
+    # instructions and cost inputs); their byte addresses differ, per lane in group.addrs
+    group: Any = None
+    lane: int = 0
 
 
 # ----------------------------------------------------------------------------- timing-only mode
@@ -143,21 +151,120 @@ TIMING_ONLY = {
 }
 
 
-def _prepare(block: Block, mode: str = "functional") -> None:
-    """Cache per-instruction dispatch data on the objects (the hot loop reads them)."""
+# operands of memory instructions that are data, not where the data goes (or whether it moves)
+_DATA_OPERANDS = ("value", "other")
+
+
+def values_needed(body: Block) -> frozenset[str]:
+    """Registers whose values reach an address, a mask, a loop bound, a branch or an assertion
+    of the program: timing mode computes them (and everything they are computed from) as the
+    functional mode does, so its events are the functional mode's. The rest, tile data that
+    only reaches other tile data or stores, is what timing mode skips."""
+    deps: dict[str, set[str]] = {}
+    seeds: set[str] = set()
+
+    def dep(dst: Any, srcs: Any) -> None:
+        if isinstance(dst, str):
+            deps.setdefault(dst, set()).update(x for x in srcs if isinstance(x, str))
+
+    def inner(block: Block) -> set[str]:
+        out: set[str] = set()
+        for ins in block.instrs:
+            out.update(registers_in(list(ins.args.values())))
+            for b in ins.bodies:
+                out |= inner(b)
+                out.update(x for x in b.results if isinstance(x, str))
+        return out
+
+    def walk(block: Block) -> None:
+        for ins in block.instrs:
+            op, a = ins.op, ins.args
+            reads = registers_in(list(a.values()))
+            if op.startswith(("dma_in.", "dma_out.")) or op in ("scalar.load", "scalar.store"):
+                seeds.update(registers_in([v for k, v in a.items() if k not in _DATA_OPERANDS]))
+            elif op in ("ctl.if", "ctl.assert") or op.startswith("scalar."):
+                seeds.update(reads)  # scalar registers: addresses, bounds and conditions
+            if op == "ctl.for":
+                body = ins.bodies[0]
+                seeds.update(registers_in([a[k] for k in ("lb", "ub", "step")]))
+                if body.params:
+                    dep(body.params[0], registers_in([a["lb"], a["step"]]))
+                for i, p in enumerate(body.params[1:]):
+                    dep(p, [a["inits"][i], body.results[i]])
+                for i, d in enumerate(ins.dst):
+                    dep(d, [body.results[i]])
+            elif op == "ctl.while":
+                before, after = ins.bodies
+                if before.results and isinstance(before.results[0], str):
+                    seeds.add(before.results[0])
+                for i, p in enumerate(before.params):
+                    dep(p, [a["inits"][i], after.results[i] if i < len(after.results) else None])
+                for i, p in enumerate(after.params):
+                    dep(p, [before.results[1 + i]])
+                for i, d in enumerate(ins.dst):
+                    dep(d, [before.results[1 + i]])
+            elif op == "ctl.if":
+                for i, d in enumerate(ins.dst):
+                    dep(d, [b.results[i] for b in ins.bodies if i < len(b.results)])
+            elif ins.bodies:  # a combine region (reduce, scan): everything it touches
+                for d in ins.dst:
+                    dep(d, reads + [x for b in ins.bodies for x in inner(b)])
+            else:
+                for d in ins.dst:
+                    dep(d, reads)
+            for b in ins.bodies:
+                walk(b)
+
+    walk(body)
+    needed = set()
+    todo = list(seeds)
+    while todo:
+        r = todo.pop()
+        if r not in needed:
+            needed.add(r)
+            todo.extend(deps.get(r, ()))
+    return frozenset(needed)
+
+
+_INT_DATA = ("i1", "i8", "i16", "i32", "i64", "u8")
+
+
+def writes_integers(program: Program) -> bool:
+    """Whether a store of the program writes integer data (indices, offsets, counts: what
+    later launches may address memory with). The driver runs such launches functionally in
+    timing mode, so that their outputs are real."""
+    got = getattr(program, "_writes_integers", None)
+    if got is None:
+        def walk(block: Block) -> bool:
+            return any((ins.op.startswith("dma_out.") or ins.op == "scalar.store")
+                       and ins.attrs.get("dtype") in _INT_DATA or any(walk(b) for b in ins.bodies)
+                       for ins in block.instrs)
+        got = program._writes_integers = walk(program.body)
+    return got
+
+
+def _prepare(block: Block, mode: str = "functional", needed: frozenset = frozenset()) -> None:
+    """Cache per-instruction dispatch data on the objects (the hot loop reads them). In timing
+    mode an instruction of TIMING_ONLY runs its functional semantics when its result is
+    `needed` (values_needed)."""
     for ins in block.instrs:
         if getattr(ins, "_mode", None) != mode:
             run = SEMANTICS[ins.op].run if not ins.op.startswith("ctl.") or ins.op in (
                 "ctl.assert", "ctl.print") else None
+            how = mode
             if mode == "timing" and ins.op in TIMING_ONLY:
-                run = TIMING_ONLY[ins.op]
+                if any(d in needed for d in ins.dst):
+                    how = "functional"
+                else:
+                    run = TIMING_ONLY[ins.op]
             if run is not None:
-                run = specialise(ins, mode, run) or run
+                run = specialise(ins, how, run) or run
             ins._run = run
             ins._mode = mode
+            ins._how = how if run is not None else mode  # "functional": computes its result
             ins._reads = tuple(dict.fromkeys(registers_in(list(ins.args.values()))))
         for b in ins.bodies:
-            _prepare(b, mode)
+            _prepare(b, mode, needed)
 
 
 def run_block(st: ExecState, block: Block, args: list[Any]) -> list[Any]:
@@ -246,25 +353,39 @@ def execute(program: Program, grid: tuple[int, int, int], args: list[Any],
     """Run all programs of `grid`; returns one trace per program (empty events if not record).
 
     mode="timing" skips the tile data computation of the heavy tile instructions (see
-    TIMING_ONLY below): scalars, control flow, DMA descriptors and cost inputs are
-    exact, tile contents are not, so outputs are garbage. Valid for programs whose control
-    flow and addresses do not depend on tile data (dense kernels); it gives the same events,
-    hence the same cycles, as the functional mode."""
+    TIMING_ONLY above) whose results cannot reach an address, a mask, a loop bound, a branch or
+    an assertion (values_needed: those are computed as in the functional mode, loads included):
+    scalars, control flow, DMA descriptors and cost inputs are exact, the other tile contents
+    are not, so outputs are garbage. It gives the same events, hence the same cycles, as the
+    functional mode, as long as what the program reads from memory to address it is real (its
+    inputs, not the garbage outputs of an earlier launch in timing mode: the driver runs
+    launches that write integers functionally for that reason)."""
     if mode not in ("functional", "timing"):
         raise ValueError(f"unknown execution mode '{mode}'")
-    _prepare(program.body, mode)
+    needed = frozenset()
+    if mode == "timing":
+        needed = getattr(program, "_values_needed", None)
+        if needed is None:
+            needed = program._values_needed = values_needed(program.body)
+    _prepare(program.body, mode, needed)
     tensors = [(p["name"], a) for p, a in zip(program.params, args) if isinstance(a, torch.Tensor)]
     memory = GlobalMemory(tensors)
     regions = {r.index: (r.name, r.nbytes) for r in memory.regions}
     base = bind_params(program, args)
-    traces: list[ProgramTrace] = []
+
+    def run_one(pid: tuple[int, int, int]) -> ProgramTrace:
+        st = ExecState(memory, pid, grid, program.name, run_block)
+        st.r.update(base)
+        st.events = [] if record else None
+        run_block(st, program.body, [])
+        return ProgramTrace(pid, st.events or [], regions)
+
+    if mode == "timing" and record and lockstep.enabled():
+        # programs that differ only in what their program id reaches run together, once
+        traces = lockstep.run_grouped(program, grid, memory, base, run_one,
+                                      lambda pid, g, lane: ProgramTrace(pid, g.events, regions, g, lane),
+                                      run_block)
+        if traces is not None:
+            return traces
     gx, gy, gz = grid
-    for z in range(gz):
-        for y in range(gy):
-            for x in range(gx):
-                st = ExecState(memory, (x, y, z), grid, program.name, run_block)
-                st.r.update(base)
-                st.events = [] if record else None
-                run_block(st, program.body, [])
-                traces.append(ProgramTrace((x, y, z), st.events or [], regions))
-    return traces
+    return [run_one((x, y, z)) for z in range(gz) for y in range(gy) for x in range(gx)]

@@ -51,6 +51,12 @@ Chip level:
     it in local memory, unless the launch writes that tensor (a timing-only credit: nothing in
     the program keeps the tile, so it is an assumption the sensitivity suite varies).
 
+Programs that ran in lockstep (executor.ProgramTrace.group: the same events and cost inputs)
+are scheduled once per PE state: a PE that starts one at the same time, after the same programs,
+as a PE that already did, takes that schedule (the same arithmetic on the same inputs, so the
+same bits; its engine busy terms are added again in order). Only the first reads of each tensor
+need each lane's addresses, which the group keeps (backend/sim/cost/levels.py).
+
 Deterministic by construction: integer-free float arithmetic in program order, no wall clock,
 no dependence on hash order. Per-instruction spans are only collected with `trace=True`.
 """
@@ -60,6 +66,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+import numpy as np
 
 from backend.program import ENGINES
 from backend.sim.cost import TALLY, ZERO_TALLY, ChipModel, Pricer, launch_levels
@@ -129,11 +137,40 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     starts = [0.0] * m.n_pe
     dynamic = m.dispatch == "dynamic"
     heap = [(0.0, pe) for pe in range(m.n_pe)]  # (earliest start of a next program, PE)
+    # programs of one lockstep group (executor.ProgramTrace.group) have the same events and cost
+    # inputs; on PEs in the same state (the same start, the same programs before it: `history`)
+    # they schedule the same, so the first one's schedule stands for the rest (bit for bit: the
+    # same arithmetic on the same inputs, the engine busy sums replayed in the same order)
+    memo: dict | None = {} if spans is None and any(getattr(t, "group", None) is not None for t in traces) \
+        else None
+    history = [0] * m.n_pe  # per PE: an id of the programs it ran (0: none); equal ids, equal states
+    states: dict = {}
     for i, t in enumerate(traces):
         pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
         start = _next_start(pe, pe_programs, pe_time, starts, ends, depth, slots is not None, m.replace_cycles,
                             issued if gate_issue else None)
+        key = None
+        if memo is not None:
+            group = getattr(t, "group", None)
+            key = (history[pe], group, start, pe_programs[pe] > 0) if group is not None else None
+            hit = memo.get(key) if key is not None else None
+            history[pe] = states.setdefault(key, len(states) + 1) if key is not None else -1 - i
+            if hit is not None:
+                end, issue_end, local, seqs, slots_of[pe], memory[pe] = hit
+                _replay(busy, acc, seqs, local)
+                pe_time[pe] = max(pe_time[pe], end)
+                ends[pe].append(end)
+                starts[pe] = start
+                issued[pe] = issue_end
+                pe_programs[pe] += 1
+                if dynamic:
+                    heapq.heappush(heap, (_next_start(pe, pe_programs, pe_time, starts, ends, depth,
+                                                      slots is not None, m.replace_cycles,
+                                                      issued if gate_issue else None), pe))
+                continue
+            if slots is not None:  # never change a list a memo entry holds
+                slots = slots_of[pe] = [list(x) for x in slots]
         prior = mem_out = None
         if shared:
             mem_out = ({}, {})
@@ -150,8 +187,17 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                             v = w
                     free_at[r] = v
                 prior = (free_at, last_w)
-        end, issue_end = schedule_program(t.events, start, m, pricer, busy, acc, spans, pe,
-                                          slots, pe_programs[pe] > 0, written, prior, mem_out)
+        if key is None:
+            end, issue_end = schedule_program(t.events, start, m, pricer, busy, acc, spans, pe,
+                                              slots, pe_programs[pe] > 0, written, prior, mem_out)
+        else:
+            rec = [_Sum() for _ in ENGINES]
+            local = dict(zip(TALLY, ZERO_TALLY))
+            end, issue_end = schedule_program(t.events, start, m, pricer, rec, local, spans, pe,
+                                              slots, pe_programs[pe] > 0, written, prior, mem_out)
+            seqs = [np.array(x.terms) if len(x.terms) > 16 else x.terms for x in rec]
+            memo[key] = (end, issue_end, local, seqs, slots, mem_out)
+            _replay(busy, acc, seqs, local)
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
         pe_time[pe] = max(pe_time[pe], end)
@@ -185,6 +231,36 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINES, busy)}, nbytes, flops,
                         detail, flops / secs if secs else 0.0,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+class _Sum:
+    """Stands for a float in `busy` while a memoised program is scheduled: `+=` records the
+    term, so the sum can be replayed, in order, onto any total."""
+    __slots__ = ("terms",)
+
+    def __init__(self) -> None:
+        self.terms: list[float] = []
+
+    def __iadd__(self, x: float) -> "_Sum":
+        self.terms.append(x)
+        return self
+
+
+def _replay(busy: list, acc: dict, seqs: list, local: dict) -> None:
+    """Add a memoised program's engine busy terms (one at a time, in order: the sums round as
+    if the program had been scheduled here) and its accumulated totals."""
+    for e, terms in enumerate(seqs):
+        if len(terms) == 0:
+            continue
+        if isinstance(terms, list):
+            b = busy[e]
+            for x in terms:
+                b += x
+            busy[e] = b
+        else:  # np.cumsum adds left to right, one term at a time (no pairwise summation)
+            busy[e] = float(np.cumsum(np.concatenate(([busy[e]], terms)))[-1])
+    for k, v in local.items():
+        acc[k] += v
 
 
 def _next_start(pe: int, n_done: list, pe_time: list, starts: list, ends: list, depth: int, resident: bool,
