@@ -4,6 +4,11 @@ A named option set (`ABLATIONS`) is activated with `activate(...)`: it exports
 `MTIA_OPTIONS` ("structured_dma=0,num_stages=1"), which the backend's `parse_options` applies
 as overrides to every compile in the process, Inductor's included, and which is part of
 Triton's cache key. The runner activates one option set per worker process.
+
+Option sets named `inductor_no_*` switch off one chip-aware Inductor enhancement
+(backend/inductor_cpu/options.py) instead, through `MTIA_INDUCTOR`; they change only what the
+`inductor` implementation compiles. (The `extern_*` switches are not ablated here: off, the op
+runs on the host and the row is an error, not a slower time; T3 shows them.)
 """
 from __future__ import annotations
 
@@ -11,6 +16,9 @@ import os
 from typing import Any
 
 ENV_VAR = "MTIA_OPTIONS"  # read by backend.compiler.env_options
+INDUCTOR_ENV_VAR = "MTIA_INDUCTOR"  # read by backend.inductor_cpu.options.activate
+# the chip-aware Inductor switches an option set may turn off (backend/inductor_cpu/options.py)
+INDUCTOR_SWITCHES = ("nd_tiling", "pointwise_blocks", "persistent_reductions", "split_reductions")
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -23,6 +31,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # the persistent-program hint of the triton_ext kernels (plain kernels never set it);
     # kernels calling mtia.pe_id() stay persistent: their work split depends on it
     "no_persistent": {"persistent": False},
+    **{f"inductor_no_{k}": {k: False} for k in INDUCTOR_SWITCHES},
 }
 
 
@@ -39,8 +48,12 @@ def to_env(opts: dict[str, Any]) -> str:
 def activate(label: str) -> dict[str, Any]:
     """Compile everything from now on in this process with the named option set."""
     opts = options_for(label)
-    if opts:
-        os.environ[ENV_VAR] = to_env(opts)
-    else:
-        os.environ.pop(ENV_VAR, None)
+    for var, part in ((ENV_VAR, {k: v for k, v in opts.items() if k not in INDUCTOR_SWITCHES}),
+                      (INDUCTOR_ENV_VAR, {k: v for k, v in opts.items() if k in INDUCTOR_SWITCHES})):
+        if part:
+            os.environ[var] = to_env(part)
+        else:
+            os.environ.pop(var, None)
+    from backend.inductor_cpu import options as inductor_options
+    inductor_options.activate()  # re-read MTIA_INDUCTOR now (a forked worker inherits the parent's)
     return opts

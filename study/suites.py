@@ -97,16 +97,16 @@ def _is_autotuned(w: Workload) -> bool:
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in (
-    # quick and full: hand-written kernels and expert programs. Inductor has a suite of its own:
-    # its compile-time autotuning runs every candidate config through the simulator (minutes per
-    # workload at study shapes), which neither the gate nor the reproduce budget can take
+    # quick and full: hand-written kernels and expert programs. Inductor has a suite of its own
+    # (representative shapes, first dtype): each compile runs Inductor, and its autotuning of the
+    # kernels it does not give a fixed block shape runs every candidate through the simulator
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
           lambda: ["mtia2i"], impls=HAND_WRITTEN_IMPLS),
     Suite("full", "every study shape and dtype of every workload on the default chip, priced in every memory "
           "regime (T2, F1, F2)", "study", _default_chip, impls=HAND_WRITTEN_IMPLS,
           priced_regimes=("resident", "writeback")),
-    Suite("inductor", "torch.compile of every workload's reference at its representative shape, first dtype "
-          "(not part of reproduce: slow to compile)", "study", _default_chip, impls=("inductor",),
+    Suite("inductor", "torch.compile of every workload's model code (or reference) at its representative shape, "
+          "first dtype, chip-aware switches on (F1)", "study", _default_chip, impls=("inductor",),
           primary_only=True, first_dtype_only=True, priced_regimes=("resident", "writeback")),
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
@@ -115,7 +115,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("autotune", "every config of the autotuned Triton kernels (F7)", "study", _default_chip,
           impls=("triton",), autotune=True, cached_compile=False, wants=_is_autotuned),
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
-          impls=TRITON_IMPLS, options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
+          impls=TRITON_IMPLS + ("inductor",), options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
           workloads=CROSS_SECTION),
     Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
           "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
@@ -123,7 +123,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
 )}
 
 # What `make reproduce` runs, in order: everything the notebooks read.
-REPRODUCE_SUITES = ("full", "gemm_sweep", "ablation", "generations", "autotune", "sensitivity")
+REPRODUCE_SUITES = ("full", "inductor", "gemm_sweep", "ablation", "generations", "autotune", "sensitivity")
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,8 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                 if not suite.wants(w) or (suite.workloads is not None and name not in suite.workloads):
                     continue
                 impls = [i for i in suite.impls if i in w.impls and not i.endswith("_gpu")]
+                if opt.startswith("inductor_"):  # an Inductor switch changes only Inductor's code
+                    impls = [i for i in impls if i == "inductor"]
                 dtypes = w.dtypes[:1] if suite.first_dtype_only else w.dtypes
                 pairs = tuple((i, d) for i in impls for d in dtypes)
                 if not pairs:

@@ -102,3 +102,19 @@ def test_priced_regimes_equal_running_in_each_regime(tmp_path):
     assert "priced in the resident regime" in next(r["notes"] for r in read_rows(b.path) if r["regime"] == "resident")
     again = run_suite(priced, make_workloads((1 << 16,)), tmp_path / "priced", workers=1, pass_workloads=True)
     assert again.jobs == 0 and len(read_rows(b.path)) == 3
+
+
+def test_inductor_option_sets_switch_inductor_not_the_backend(monkeypatch):
+    from backend.inductor_cpu import options
+    from study.compile_options import activate
+    monkeypatch.delenv("MTIA_OPTIONS", raising=False)
+    monkeypatch.delenv("MTIA_INDUCTOR", raising=False)
+    try:
+        activate("inductor_no_nd_tiling")
+        assert os.environ["MTIA_INDUCTOR"] == "nd_tiling=0" and "MTIA_OPTIONS" not in os.environ
+        assert not options.enabled("nd_tiling") and options.enabled("pointwise_blocks")
+        activate("single_buffer")
+        assert os.environ["MTIA_OPTIONS"] == "num_stages=1" and "MTIA_INDUCTOR" not in os.environ
+        assert options.enabled("nd_tiling")
+    finally:
+        activate("default")
