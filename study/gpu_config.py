@@ -134,6 +134,15 @@ program_overlap = true
 # on-chip); "writeback": always written back off-chip on the critical path. This is the output half
 # of the memory regime (backend/regimes.py): the `writeback` regime forces it whatever this says.
 llc_output_rule = "fits"
+# ASSUMPTION: re-reads when a launch's footprint (what it reads plus what it writes) exceeds the
+# LLC. "capacity": a tile read again hits the LLC with probability llc_bytes / footprint, whatever
+# the order the launch reads its tiles in (order-blind: a GEMM with M = 32768 re-reads its A and B
+# panels from LPDDR at about half their reuses, though its row-panel order keeps B, 32 MB, in the
+# LLC); "ideal": every re-read hits (the bound for a tile order whose reuse distance fits the LLC).
+# Outputs spill (llc_output_rule) and the `resident` regime reads cold under both when it exceeds.
+# No source publishes the LLC's policy; the two bracket an LRU cache. Default "capacity" (the
+# pessimistic one); the sensitivity suite (F9) and the paper-shape models (T3) report "ideal".
+llc_reuse = "capacity"
 
 [command_processor]              # model structure (not measured)
 issue_cycles = 1

@@ -13,6 +13,7 @@ every other notebook must run, and a failing one fails the whole reproduction.
 """
 from __future__ import annotations
 
+import csv
 import os
 import re
 import sys
@@ -191,6 +192,25 @@ def simulate_h200(results: Path, workers: int | None = None) -> bool:
     return True
 
 
+def paper_models(results: Path) -> int:
+    """T3's models at docs/study.md's shapes in timing mode (study/model_paper.py), in a child
+    interpreter (it configures Inductor for the chip): the rows it wrote, or -1 when it failed."""
+    import subprocess
+    out = raw_dir(results) / "model_coverage_paper.csv"
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "study.model_paper", "--out", str(out)],
+                       cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+    if r.returncode != 0 or not out.exists():
+        print(f"error: paper-shape models failed ({r.returncode}): {r.stderr.strip()[-300:]}", file=sys.stderr)
+        return -1
+    for line in r.stdout.splitlines():
+        if line.startswith("# "):
+            print(f"  {line[2:]}")
+    print(f"paper-shape models: {time.perf_counter() - t0:.0f}s")
+    with open(out, newline="") as f:
+        return sum(1 for _ in csv.DictReader(f))
+
+
 def reproduce(results: Path, workers: int | None = None, skip_run: bool = False, engine: str = "pool") -> int:
     import contextlib
 
@@ -226,6 +246,11 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
             status = 1
         walls.append(("sim_h200 (F6)", time.perf_counter() - t_h200,
                       len(read_rows(raw_dir(results) / "sim_h200.csv")) if (raw_dir(results) / "sim_h200.csv").exists() else 0))
+        t_models = time.perf_counter()
+        n_models = paper_models(results)
+        if n_models < 0:
+            status = 1
+        walls.append(("paper-shape models (T3)", time.perf_counter() - t_models, max(n_models, 0)))
         print("suite wall times: " + ", ".join(f"{n} {w:.0f}s ({r} rows)" for n, w, r in walls))
         _write_walls(raw_dir(results) / "reproduce_wall.csv", walls, workers, engine)
     print("notebooks:")

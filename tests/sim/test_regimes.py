@@ -74,12 +74,13 @@ def test_unknown_regime_is_a_clear_error(device):
 @pytest.mark.parametrize("name", available_chips())
 def test_every_config_states_its_assumptions(name):
     a = load_chip(name)["assumptions"]
-    assert set(a) >= {"dispatch", "held_tiles", "resident_issue_streams", "program_overlap", "llc_output_rule"}
+    assert set(a) >= {"dispatch", "held_tiles", "resident_issue_streams", "program_overlap", "llc_output_rule",
+                      "llc_reuse"}
     m = ChipModel(load_chip(name))
     # the defaults: held tiles are charged (no instruction keeps a tile between programs), the
     # other switches keep the model's long-standing behaviour
-    assert (m.dispatch, m.held_tiles, m.issue_streams, m.program_overlap, m.always_writeback) == \
-        ("dynamic", False, True, True, False)
+    assert (m.dispatch, m.held_tiles, m.issue_streams, m.program_overlap, m.always_writeback, m.llc_reuse) == \
+        ("dynamic", False, True, True, False, "capacity")
 
 
 def test_chip_overrides_resolve_and_are_checked():
@@ -113,6 +114,26 @@ def test_always_writeback_rule_equals_the_writeback_regime(device):
     by_rule = _add_cycles(1 << 18, "cold")
     driver.set_chip("mtia2i")
     assert by_rule == _add_cycles(1 << 18, "writeback") > _add_cycles(1 << 18, "cold")
+
+
+def test_llc_reuse_brackets_a_gemm_whose_footprint_spills_the_llc(device):
+    """A GEMM re-reads its A and B tiles; with an LLC smaller than its footprint, "capacity"
+    sends a share of the re-reads off-chip, "ideal" none (its outputs still spill)."""
+    from baselines.expert import gemm
+    a, b = torch.randn(512, 512).bfloat16(), torch.randn(512, 512).bfloat16()
+    got = {}
+    for name, chip in (("fits", "mtia2i"), ("capacity", "mtia2i@sram.llc_bytes=1048576"),
+                       ("ideal", "mtia2i@sram.llc_bytes=1048576@assumptions.llc_reuse=ideal")):
+        driver.set_chip(chip)
+        with driver.record_launches() as recs:
+            out = gemm.matmul(a, b)
+        got[name] = sum(r.cycles for r in recs)
+        torch.testing.assert_close(out.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-1)
+        if name != "fits":
+            assert recs[0].timing.detail["footprint_bytes"] > 1048576
+    assert got["capacity"] > got["ideal"] >= got["fits"]
+    with pytest.raises(ValueError, match="llc_reuse must be one of"):
+        ChipModel(load_chip("mtia2i@assumptions.llc_reuse=lru"))
 
 
 def test_repricing_equals_running_on_the_variant(device):

@@ -23,7 +23,7 @@ def launch_levels(traces: list, m: ChipModel, resident: Iterable[str] | bool = (
     frac, detail, written = read_fractions(traces, m, resident)
     # writes pay the off-chip share when the footprint spills the LLC, or when the regime (or
     # the config's llc_output_rule) sends every output back off-chip
-    spill = detail["llc_hit_rate_on_reuse"] < 1.0 or writeback or m.always_writeback
+    spill = detail["footprint_bytes"] > m.llc_bytes or writeback or m.always_writeback
     sram_share, off_share = m.shares(min(m.n_pe, len(traces)))
     return Levels(sram_share, off_share, frac, spill), detail, written
 
@@ -79,11 +79,15 @@ def read_fractions(traces: list, m: ChipModel, resident: Iterable[str] | bool) -
         unique[reg] = min(u, total)
     # the launch's footprint in the LLC: what it reads plus what it writes (once per tensor)
     footprint = sum(unique.values()) + sum(regions[r][1] for r in stored if r is not None and r in regions and r not in unique)
-    hit = 1.0 if footprint <= m.llc_bytes else m.llc_bytes / footprint
+    fits = footprint <= m.llc_bytes
+    # a re-read of a tile when the footprint spills the LLC (assumptions.llc_reuse): "capacity"
+    # hits with probability llc_bytes / footprint whatever the launch's tile order; "ideal" always
+    # hits (the bound for an order whose reuse distance fits the LLC)
+    hit = 1.0 if fits or m.llc_reuse == "ideal" else m.llc_bytes / footprint
     if resident is True:
         # every input in SRAM (the `resident` regime): only while the footprint fits the LLC,
         # the same rule that keeps outputs on-chip; a larger launch reads cold
-        res_idx = set(read) if hit == 1.0 else set()
+        res_idx = set(read) if fits else set()
     else:
         names = set(resident or ())
         res_idx = {i for i, (name, _) in regions.items() if name in names}

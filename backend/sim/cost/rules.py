@@ -40,9 +40,11 @@ class ChipModel:
         self.issue_streams = bool(a.get("resident_issue_streams", True))
         self.program_overlap = bool(a.get("program_overlap", True))
         self.always_writeback = a.get("llc_output_rule", "fits") == "writeback"
+        self.llc_reuse = a.get("llc_reuse", "capacity")
         for key, val, ok in (("dispatch", self.dispatch, ("dynamic", "static")),
                              ("held_tiles", a.get("held_tiles", "charged"), ("held", "charged")),
-                             ("llc_output_rule", a.get("llc_output_rule", "fits"), ("fits", "writeback"))):
+                             ("llc_output_rule", a.get("llc_output_rule", "fits"), ("fits", "writeback")),
+                             ("llc_reuse", self.llc_reuse, ("capacity", "ideal"))):
             if val not in ok:
                 raise ValueError(f"chip '{self.name}': assumptions.{key} must be one of {ok}, got {val!r}")
         cp = chip["command_processor"]
