@@ -93,7 +93,7 @@ if paper_path.exists():
     llc = mp.chip.str.extract(r"llc_reuse=(\w+)")[0].fillna("capacity")
     gemm_share = mp.triton_gemm_us / mp.e2e_us
     paper = pd.DataFrame({
-        "model": mp.model, "shape": mp.shape, "LLC re-reads": llc,
+        "model": mp.model, "shape": mp["shape"], "LLC re-reads": llc,
         "simulated kernels": mp.n_triton_kernels, "host ops": mp.fallback_ops.fillna("-"),
         "chip us (simulated)": mp.triton_time_us.round(1), "host ops us (roofline est.)": mp.fallback_est_us.round(1),
         "end-to-end us": mp.e2e_us.round(1), "GEMM share": (100 * gemm_share).round(1).astype(str) + "%",
