@@ -361,10 +361,26 @@ def _expand(e: Emitter, op: Op) -> None:
            {"shape": list(op.result.type.shape), "view": True}, op.loc)
 
 
+def _from_broadcast(e: Emitter, v: object) -> bool:
+    """True when tile `v` is (a reshape of) a broadcast or splat: a stride-0 view, not dense."""
+    op = e.defs.get(v)
+    for _ in range(32):
+        if op is None or op.name not in ("tt.reshape", "tt.expand_dims", "tt.broadcast", "tt.splat"):
+            return False
+        if op.name in ("tt.broadcast", "tt.splat"):
+            return True
+        op = e.defs.get(op.operands[0])
+    return True
+
+
 @rule("tt.reshape")
 def _reshape(e: Emitter, op: Op) -> None:
+    # A tile in local memory is dense and row-major, and a reshape keeps the row-major element
+    # order (with allow_reorder any order will do, this one included): no data moves, as with
+    # the expert library's reshape. A stride-0 view (a broadcast) is not dense: merging or
+    # splitting its dims materialises it; changing only unit dims never moves data.
     src, dst = op.operands[0].type.shape, op.result.type.shape
-    view = [s for s in src if s != 1] == [s for s in dst if s != 1]
+    view = [s for s in src if s != 1] == [s for s in dst if s != 1] or not _from_broadcast(e, op.operands[0])
     e.emit("mlu.reshape", [reg(op.result)], {"a": reg(op.operands[0])},
            {"shape": list(dst), "view": view}, op.loc)
 
