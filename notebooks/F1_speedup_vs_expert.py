@@ -80,7 +80,7 @@ first = per_wl[(per_wl.regime == regimes[0]) & (per_wl.impl == "triton")].sort_v
 order = first.workload.tolist() + sorted(set(sp.workload) - set(first.workload))
 y = {w: i for i, w in enumerate(order)}
 
-fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes) + 2.2, 0.27 * len(order) + 1.6),
+fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes) + 2.2, 0.27 * (len(order) + 1.6 * len(impls)) + 1.6),
                          sharey=True, squeeze=False)
 lo, hi = min(sp.speedup.min(), 0.8) / 1.15, max(sp.speedup.max(), 1.0) * 1.15
 ticks = [t for t in (0.1, 0.2, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0) if lo <= t <= hi]
@@ -112,7 +112,8 @@ for ax, regime in zip(axes[0], regimes):
     ax.set_title(f"regime: {regime}", fontsize=10)
     ax.set_xlabel("time expert / time Triton (log; >1 = Triton faster)")
 axes[0][0].set_yticks(range(len(order)), order, fontsize=8)
-axes[0][0].set_ylim(-0.7, len(order) - 0.3)
+# headroom above the top workload for the per-impl geomean notes, so they cover no data
+axes[0][0].set_ylim(-0.7, len(order) - 0.3 + 1.6 * len(impls))
 handles, labels = axes[0][0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
 fig.suptitle("Triton vs the expert library on the simulated MTIA 2i, every study shape and dtype "
