@@ -153,7 +153,11 @@ def _is_expert(rec: Any) -> bool:
     return rec.name.startswith("expert_")
 
 
-def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: str | None = "test") -> PaperCoverage:
+def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: str | None = "test",
+            check: str | None = None) -> PaperCoverage:
+    """One model at `size` on `chip`, in timing mode. `check`: the timing check's verdict when the
+    caller already has it (it compares executor modes, which no pricing key of `chip` changes);
+    otherwise it is run at `check_size` (None: skipped)."""
     import torch
 
     import backend.driver as drv
@@ -167,7 +171,8 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     configure()
     options.activate(**{k: True for k in options.DEFAULTS})
     drv.set_chip(chip)
-    check = timing_check(model, check_size) if check_size else ""
+    if check is None:
+        check = timing_check(model, check_size) if check_size else ""
     torch._dynamo.reset()
     case = models.build(model, size)
     dtype = str(models.DTYPE).replace("torch.", "")
@@ -280,11 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     covs = []
     try:
         for model in a.models.split(","):
-            for i, chip in enumerate(chips):
-                # the check compares executor modes: the events, which no pricing key changes
-                c = measure(model, a.size, chip, (a.check_size or None) if i == 0 else None)
-                if i:
-                    c.timing_check = covs[-1].timing_check
+            check = None  # run with the first chip, reused for the others
+            for chip in chips:
+                c = measure(model, a.size, chip, a.check_size or None, check)
+                check = c.timing_check
                 print(f"# {model}/{a.size}/{chip}: {c.n_triton_kernels} kernels, {c.triton_time_us:.1f} us "
                       f"simulated, e2e {c.e2e_us:.1f} us, compile {c.compile_s:.1f} s, autotune "
                       f"{c.autotune_sim_s:.1f} s, sim {c.sim_wall_s:.1f} s, wall {c.wall_s:.1f} s; {c.timing_check}",
