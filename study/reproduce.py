@@ -17,6 +17,7 @@ import csv
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -103,9 +104,12 @@ def execute_notebook(source: Path, results: Path, timeout_s: int = 600) -> Path:
     os.environ["STUDY_RESULTS"] = str(results)
     os.environ.setdefault("MPLBACKEND", "Agg")
     from jupyter_client.manager import KernelManager
-    km = KernelManager(kernel_name="python3", transport="ipc")  # local sockets, not TCP
-    NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(source.parent.parent)}}).execute()
+    # local sockets, not TCP; named under a temporary directory (the default names them in the
+    # working directory, where they would outlive the run)
+    with tempfile.TemporaryDirectory(prefix="study-kernel-") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(source.parent.parent)}}).execute()
     _machine_independent(nb, source.resolve().parent.parent, results)
     out = executed_path(source)
     out.parent.mkdir(parents=True, exist_ok=True)

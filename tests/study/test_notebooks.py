@@ -53,3 +53,17 @@ def test_no_executed_copy_without_a_source():
     orphans = [p.name for p in (NOTEBOOK_DIR / "executed").glob("*.ipynb") if p.stem not in stems]
     assert not orphans, f"executed notebooks without a source in notebooks/: {orphans}"
     assert not list(NOTEBOOK_DIR.glob("*.ipynb")), "notebooks/*.ipynb: the sources are the .py files"
+
+
+def test_executing_a_notebook_leaves_no_kernel_sockets_behind(tmp_path, monkeypatch):
+    """The kernel's local sockets live in a temporary directory, not in the working directory
+    (the repository root under `make reproduce`)."""
+    from study.reproduce import execute_notebook
+    src = tmp_path / "nb" / "F0_tiny.py"
+    src.parent.mkdir()
+    src.write_text("# %% [markdown]\n# F0: tiny\n\n# %%\nprint(6 * 7)\n")
+    monkeypatch.chdir(tmp_path)
+    out = execute_notebook(src, tmp_path / "results")
+    nb = nbformat.read(out, as_version=4)
+    assert nb.cells[1].outputs[0]["text"].strip() == "42"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nb"]
