@@ -151,11 +151,10 @@ def describe_host_op(func: Any, args: tuple, kwargs: dict, out: Any) -> HostOp:
 def record_host_ops():
     """Every aten op run on the host outside a simulated launch (the simulator itself computes
     with torch: its ops are not the model's)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
     import backend.driver as drv
 
     got: list[HostOp] = []
-    state = {"in_sim": 0}
 
     class _Mode(TorchDispatchMode):
         @classmethod
@@ -168,7 +167,7 @@ def record_host_ops():
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             # ops of the mtia_sim namespace launch simulated programs (backend/inductor_cpu/extern.py)
-            if not state["in_sim"] and getattr(func, "namespace", "") != "mtia_sim":
+            if getattr(func, "namespace", "") != "mtia_sim":
                 name = func.overloadpacket.__name__
                 if name not in NOT_WORK and not name.startswith("sym_"):
                     got.append(describe_host_op(func, args, kwargs, out))
@@ -177,11 +176,10 @@ def record_host_ops():
     real_launch = drv.launch
 
     def launch(program, grid, args):
-        state["in_sim"] += 1
-        try:
+        # the simulator runs outside the mode: its own torch ops are neither recorded nor slowed
+        # by a Python dispatch per op
+        with _disable_current_modes():
             return real_launch(program, grid, args)
-        finally:
-            state["in_sim"] -= 1
 
     drv.launch = launch
     try:
