@@ -151,8 +151,7 @@ def describe_host_op(func: Any, args: tuple, kwargs: dict, out: Any) -> HostOp:
 def record_host_ops():
     """Every aten op run on the host outside a simulated launch (the simulator itself computes
     with torch: its ops are not the model's)."""
-    from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-    import backend.driver as drv
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     got: list[HostOp] = []
 
@@ -173,20 +172,10 @@ def record_host_ops():
                     got.append(describe_host_op(func, args, kwargs, out))
             return out
 
-    real_launch = drv.launch
-
-    def launch(program, grid, args):
-        # the simulator runs outside the mode: its own torch ops are neither recorded nor slowed
-        # by a Python dispatch per op
-        with _disable_current_modes():
-            return real_launch(program, grid, args)
-
-    drv.launch = launch
-    try:
-        with _Mode():
-            yield got
-    finally:
-        drv.launch = real_launch
+    # backend.driver.launch runs the simulator with the dispatch modes disabled: the torch ops
+    # of a simulated launch never reach this one
+    with _Mode():
+        yield got
 
 
 # ----------------------------------------------------------------------------- measuring

@@ -262,3 +262,23 @@ def _check_held_tiles(x, w, out, charged_cycles):
         _scale_rows[(512,)](x, buf[:100], out2, 100, BLOCK=128)
     torch.testing.assert_close(out2, x * w)
     assert recs2[0].cycles > recs[0].cycles
+
+
+def test_a_launch_under_a_dispatch_mode_runs_the_simulator_outside_it():
+    """The simulator computes with torch; a caller's TorchDispatchMode (Inductor's runtime
+    checks, a host-op recorder) must see only the caller's ops, not one per simulated tile op."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1000)
+    y = torch.empty_like(x)
+    with Count():
+        _masked_copy[(4,)](x, y, x.numel(), BLOCK=256)
+    torch.testing.assert_close(y, x * 2.0)
+    assert seen == [], f"the simulator's own ops reached the caller's dispatch mode: {sorted(set(seen))[:8]}"
