@@ -86,6 +86,22 @@ def price(program: Any, traces: list, chip: dict[str, Any], regime: str | None =
                         writeback=r.writeback)
 
 
+SIM_MODES = ("functional", "timing")
+
+
+@contextlib.contextmanager
+def sim_mode(mode: str) -> Iterator[None]:
+    """Launches inside the block simulate in `mode` (see _DeviceState.mode)."""
+    if mode not in SIM_MODES:
+        raise ValueError(f"unknown simulation mode '{mode}'; known: {', '.join(SIM_MODES)}")
+    old = DEVICE.mode
+    DEVICE.mode = mode
+    try:
+        yield
+    finally:
+        DEVICE.mode = old
+
+
 @contextlib.contextmanager
 def keep_traces() -> Iterator[None]:
     """Inside the block each KernelRecord also holds its program and executed traces, so that

@@ -53,18 +53,15 @@ def decoder_rows(shape: dict | None = None) -> list[dict]:
             tuned.extend(recs[n:])
             del recs[n:]
 
-    old = driver.DEVICE.mode
-    driver.DEVICE.mode = "timing"
     register_benchmarker("cpu", bench, override=True)
     try:
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
-        with torch.no_grad(), driver.record_launches() as recs:
+        with torch.no_grad(), driver.sim_mode("timing"), driver.record_launches() as recs:
             t0 = time.perf_counter()
             fn(x, mask)
             wall = time.perf_counter() - t0
     finally:
         benchmark.install()
-        driver.DEVICE.mode = old
         unconfigure()
     events = int(sum(r.timing.detail.get("events", 0) for r in recs))
     name = f"decoder_b{b}_s{s}_h{h}_bf16"

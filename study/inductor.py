@@ -113,13 +113,9 @@ def timing_only() -> Iterator[None]:
     """Simulate without tile arithmetic (MTIA_SIM_MODE=timing) inside the block: the compile
     run's outputs are discarded and Inductor's benchmarking of configs needs only cycles, which
     are the same in both modes for kernels whose addresses do not depend on data."""
-    from backend.driver import DEVICE
-    saved = DEVICE.mode
-    DEVICE.mode = "timing"
-    try:
+    from backend.driver import sim_mode
+    with sim_mode("timing"):
         yield
-    finally:
-        DEVICE.mode = saved
 
 
 def warm_up(call: Callable, args: tuple, kwargs: dict) -> Any:

@@ -179,13 +179,16 @@ def config_label(config: Any) -> str:
 
 def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
             base: dict[str, Any], autotune: bool = False, cached_compile: bool = False,
-            variants: tuple[str, ...] = (), regimes: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+            variants: tuple[str, ...] = (), regimes: tuple[str, ...] = (),
+            checked: Comparison | None = None) -> list[dict[str, Any]]:
     """Rows for one (workload, impl, shape, dtype, chip): the measurement, plus one row per
     autotuning config when `autotune` and the impl's source is a triton.autotune kernel, plus
     one row per chip of `variants` (configs differing from `chip` only in keys the timing model
     alone reads, backend.configs.pricing_only): the same launches' executed events priced on it,
     plus one row per memory regime of `regimes` (backend/regimes.py), priced the same way: a
-    regime changes only the price of a launch, never its events."""
+    regime changes only the price of a launch, never its events. `checked`: the comparison with torch that
+    stands for this shape's (runner.check_at_test_shapes, for a shape simulated in timing mode,
+    whose outputs are not computed)."""
     fn: Callable = w.impls[impl]
     flops, nbytes = int(w.flops(shape.params, dtype)), int(w.bytes(shape.params, dtype))
     row: dict[str, Any] = dict(base, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
@@ -230,7 +233,7 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
     except Exception as e:  # a failing implementation is a result (correct=False), not a crash
         msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]
-    cmp = compare(out, ref, dtype)
+    cmp = compare(out, ref, dtype) if checked is None else checked
     if cmp.why:
         notes.append(cmp.why)
     cycles = sum(r.cycles for r in recs)

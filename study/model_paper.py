@@ -70,17 +70,6 @@ class PaperCoverage(Coverage):
 
 
 @contextlib.contextmanager
-def timing_mode() -> Iterator[None]:
-    import backend.driver as drv
-    old = drv.DEVICE.mode
-    drv.DEVICE.mode = "timing"
-    try:
-        yield
-    finally:
-        drv.DEVICE.mode = old
-
-
-@contextlib.contextmanager
 def autotuning_apart(launches: list, host: list) -> Iterator[list]:
     """Inside the block, what Inductor's benchmarking of candidate configs launches (and the
     host ops it runs: argument clones) is taken out of `launches` and `host` and collected in
@@ -127,15 +116,10 @@ def _kernel_cycles(model: str, size: str, mode: str) -> list[tuple[str, int]]:
     torch._dynamo.reset()
     case = models.build(model, size)
     fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
-    old = drv.DEVICE.mode
-    drv.DEVICE.mode = mode
-    try:
-        with torch.no_grad():
+    with torch.no_grad(), drv.sim_mode(mode):
+        fn(*case.inputs)
+        with drv.record_launches() as recs:
             fn(*case.inputs)
-            with drv.record_launches() as recs:
-                fn(*case.inputs)
-    finally:
-        drv.DEVICE.mode = old
     return [(r.name, r.cycles) for r in recs]
 
 
@@ -177,7 +161,7 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     case = models.build(model, size)
     dtype = str(models.DTYPE).replace("torch.", "")
     cov = PaperCoverage(model, size, chip, dtype, case.shape, inductor="chip", timing_check=check)
-    with torch.no_grad(), timing_mode():
+    with torch.no_grad(), drv.sim_mode("timing"):
         fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
         from torch._dynamo.utils import counters
         graphs0 = counters["stats"]["unique_graphs"]

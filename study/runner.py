@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from study import provenance
-from study.measure import measure, reference
+from study.measure import Comparison, measure, reference
 from study.pool import NotStarted, WorkerDied, run_pool
 from study.registry import Workload
 from study.results import append_rows, raw_dir, repair_partial_tail, written_keys
@@ -90,7 +90,7 @@ def _warm_compiler() -> None:
 
 def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     """Rows of one job and the number of (impl, dtype) pairs its impls do not implement."""
-    from backend.driver import set_regime
+    from backend.driver import set_regime, sim_mode
     # the regime only changes how launches are priced, not what is compiled: set per job
     set_regime(job.regime)
     w = _WORKLOADS[job.workload]
@@ -113,12 +113,50 @@ def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
                              chip=job.chip, correct=False, notes=f"error in inputs or torch reference: {msg}"))
             continue
         try:
-            rows.extend(measure(w, impl, shape, dtype, job.chip, inputs, ref, b,
-                                autotune=job.autotune, cached_compile=job.cached_compile, variants=job.variants,
-                                regimes=job.priced_regimes))
+            checked = check_at_test_shapes(w, impl, dtype, job.chip, b) if job.sim_mode == "timing" else None
+            with sim_mode(job.sim_mode if checked is not None else "functional"):
+                rows.extend(measure(w, impl, shape, dtype, job.chip, inputs, ref, b,
+                                    autotune=job.autotune, cached_compile=job.cached_compile, variants=job.variants,
+                                    regimes=job.priced_regimes, checked=checked))
         except NotImplementedError:
             skipped += 1
     return rows, skipped
+
+
+def check_at_test_shapes(w: Workload, impl: str, dtype: str, chip: str, base: dict[str, Any]) -> Comparison | None:
+    """`impl` at `dtype` against torch, simulated functionally at each of the workload's
+    test-tagged shapes (small; they cover the masked edges), with this process's chip and
+    compile options: the check that stands for a study shape simulated in timing mode, whose
+    float outputs are not computed. None when the impl covers none of those shapes (the study
+    shape is then simulated functionally and checked itself)."""
+    from backend.driver import sim_mode
+    worst: Comparison | None = None
+    checked: list[str] = []
+    for s in w.shapes_tagged("test"):
+        try:
+            inputs, ref = reference(w, s, dtype)
+            with sim_mode("functional"):
+                r = measure(w, impl, s, dtype, chip, inputs, ref, base)[0]
+        except NotImplementedError:
+            continue
+        checked.append(s.name)
+        ok = bool(r.get("correct"))
+        why = "" if ok else f"at test shape {s.name}: {r.get('notes') or 'incorrect'}"
+        c = Comparison(r.get("max_abs_err"), r.get("max_rel_err"), ok, why)
+        worst = c if worst is None else Comparison(_max(worst.max_abs_err, c.max_abs_err),
+                                                   _max(worst.max_rel_err, c.max_rel_err),
+                                                   worst.correct and c.correct, worst.why or c.why)
+    if worst is None:
+        return None
+    err = f", max rel err {worst.max_rel_err:.1e}" if worst.max_rel_err is not None else ""
+    what = (f"timing mode: float outputs not computed; numbers checked in functional mode at test shapes "
+            f"{', '.join(checked)}{err}")
+    # the error columns are the measured shape's: none here
+    return Comparison(None, None, worst.correct, "; ".join(x for x in (worst.why, what) if x))
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 # ----------------------------------------------------------------------------- parent side

@@ -43,6 +43,11 @@ class Suite:
     # memory regimes priced from each job's executed events besides the job's own (a regime
     # changes only the price of a launch): every regime for the cost of one execution
     priced_regimes: tuple[str, ...] = ()
+    # "timing": the suite's shapes simulate without the tile arithmetic that reaches no address
+    # (backend.driver.DEVICE.mode; the same cycles), and each (impl, dtype, options, chip) is
+    # checked against torch in functional mode at the workload's test shapes instead. For the
+    # sweeps that multiply the work; `full` checks numbers at every study shape.
+    sim_mode: str = "functional"
 
 
 # The representative production shape of each workload: the one shape the sweeps that multiply
@@ -112,15 +117,16 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,
-          impls=("triton", "expert"), primary_only=True, first_dtype_only=True, workloads=CROSS_SECTION),
+          impls=("triton", "expert"), primary_only=True, first_dtype_only=True, workloads=CROSS_SECTION,
+          sim_mode="timing"),
     Suite("autotune", "every config of the autotuned Triton kernels (F7)", "study", _default_chip,
           impls=("triton",), autotune=True, cached_compile=False, wants=_is_autotuned),
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
           impls=TRITON_IMPLS + ("inductor",), options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
-          workloads=CROSS_SECTION),
+          workloads=CROSS_SECTION, sim_mode="timing"),
     Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
           "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
-          first_dtype_only=True, workloads=CROSS_SECTION, reprice=True),
+          first_dtype_only=True, workloads=CROSS_SECTION, sim_mode="timing", reprice=True),
 )}
 
 # What `make reproduce` runs, in order: everything the notebooks read.
@@ -140,6 +146,7 @@ class Job:
     regime: str = DEFAULT_REGIME
     variants: tuple[str, ...] = ()  # chips priced from this job's executed events (Suite.reprice)
     priced_regimes: tuple[str, ...] = ()  # regimes priced from this job's executed events
+    sim_mode: str = "functional"  # Suite.sim_mode
 
     @property
     def chips(self) -> tuple[str, ...]:
@@ -186,5 +193,5 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                 for s in shapes:
                     jobs.append(Job(suite.name, name, s.name, chip, opt, pairs, suite.autotune, suite.cached_compile,
                                     regime, tuple(priced_from.get(chip, ())),
-                                    tuple(g for g in suite.priced_regimes if g != regime)))
+                                    tuple(g for g in suite.priced_regimes if g != regime), suite.sim_mode))
     return jobs

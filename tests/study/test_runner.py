@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from tiny_workloads import make_workloads
+from tiny_workloads import broken, make_workloads
 
 from study.results import read_rows
 from study.runner import run_suite
@@ -118,3 +118,46 @@ def test_inductor_option_sets_switch_inductor_not_the_backend(monkeypatch):
         assert options.enabled("nd_tiling")
     finally:
         activate("default")
+
+
+def _test_and_study_shapes():
+    from study.registry import Shape
+    ws = make_workloads()
+    ws["tiny_axpy"].shapes = [Shape("n2048", {"n": 2048}, tags={"test"}),
+                              Shape("n65536", {"n": 1 << 16}, tags={"study"})]
+    return ws
+
+
+def test_a_timing_mode_suite_gives_the_functional_cycles_and_checks_numbers_at_test_shapes(tmp_path):
+    import dataclasses
+
+    from backend.driver import DEVICE
+    base = dataclasses.replace(QUICK, shape_tag="study", impls=("triton",))
+    ws = _test_and_study_shapes()
+    modes: list[tuple[int, str]] = []
+    w = ws["tiny_axpy"]
+    plain = w.impls["triton"]
+
+    def watched(x, y):
+        modes.append((x.numel(), DEVICE.mode))
+        return plain(x, y)
+
+    w.impls["triton"] = watched
+    func = read_rows(run_suite(base, ws, tmp_path / "f", workers=0, pass_workloads=True).path)
+    timed = read_rows(run_suite(dataclasses.replace(base, sim_mode="timing"), ws, tmp_path / "t", workers=0,
+                                pass_workloads=True).path)
+    assert [r["shape"] for r in timed] == ["n65536"] and timed[0]["cycles"] == func[0]["cycles"]
+    assert func[0]["correct"] and func[0]["max_abs_err"] == 0.0
+    assert timed[0]["correct"] and timed[0]["max_abs_err"] is None
+    assert "numbers checked in functional mode at test shapes n2048" in timed[0]["notes"]
+    # the functional suite, then the timing suite's check at the test shape and its timed study shape
+    assert modes == [(1 << 16, "functional"), (2048, "functional"), (1 << 16, "timing")]
+
+
+def test_a_timing_mode_row_is_incorrect_when_its_test_shape_check_fails(tmp_path):
+    import dataclasses
+    suite = dataclasses.replace(QUICK, shape_tag="study", impls=("triton",), sim_mode="timing")
+    rows = read_rows(run_suite(suite, broken(_test_and_study_shapes()), tmp_path, workers=0,
+                               pass_workloads=True).path)
+    assert len(rows) == 1 and not rows[0]["correct"]
+    assert "at test shape n2048: outside tolerance" in rows[0]["notes"]
