@@ -177,6 +177,13 @@ def config_label(config: Any) -> str:
 
 # ----------------------------------------------------------------------------- one measurement
 
+def error_note(e: BaseException) -> str:
+    """The first line of an exception, for a row's notes: at most 300 characters, with paths
+    inside the repository relative to its root (a row reads the same on every machine)."""
+    from study.provenance import REPO
+    return f"{type(e).__name__}: {e}".replace(f"{REPO}/", "").splitlines()[0][:300]
+
+
 def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs: dict, ref: Any,
             base: dict[str, Any], autotune: bool = False, cached_compile: bool = False,
             variants: tuple[str, ...] = (), regimes: tuple[str, ...] = (),
@@ -228,10 +235,10 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
         if not isinstance(e, OutOfResources):
             raise  # the impl does not cover this dtype or shape: no row, the runner counts it as skipped
         # a kernel whose tiles do not fit this chip's local memory is a result, not a gap
-        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        msg = error_note(e)
         return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]
     except Exception as e:  # a failing implementation is a result (correct=False), not a crash
-        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        msg = error_note(e)
         return [dict(row, correct=False, notes=f"error: {msg}", measured_at=_now())]
     cmp = compare(out, ref, dtype) if checked is None else checked
     if cmp.why:

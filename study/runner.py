@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from study import provenance
-from study.measure import Comparison, measure, reference
+from study.measure import Comparison, error_note, measure, reference
 from study.pool import NotStarted, WorkerDied, run_pool
 from study.registry import Workload
 from study.results import append_rows, raw_dir, repair_partial_tail, written_keys
@@ -108,7 +108,7 @@ def run_job(job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
             skipped += 1
             continue
         except Exception as e:
-            msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            msg = error_note(e)
             rows.append(dict(b, workload=w.name, family=w.family, impl=impl, shape=shape.label, dtype=dtype,
                              chip=job.chip, correct=False, notes=f"error in inputs or torch reference: {msg}"))
             continue

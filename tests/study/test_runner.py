@@ -161,3 +161,16 @@ def test_a_timing_mode_row_is_incorrect_when_its_test_shape_check_fails(tmp_path
                                pass_workloads=True).path)
     assert len(rows) == 1 and not rows[0]["correct"]
     assert "at test shape n2048: outside tolerance" in rows[0]["notes"]
+
+
+def test_an_error_row_names_repository_files_relative_to_the_root(tmp_path):
+    from study.provenance import REPO
+    ws = make_workloads()
+
+    def fails(x, y):
+        raise ValueError(f"tiles do not fit, from {REPO}/kernels/elementwise.py:12:3")
+
+    ws["tiny_axpy"].impls["triton"] = fails
+    rows = read_rows(run_suite(QUICK, ws, tmp_path, workers=0, pass_workloads=True).path)
+    r = next(r for r in rows if r["impl"] == "triton")
+    assert not r["correct"] and r["notes"] == "error: ValueError: tiles do not fit, from kernels/elementwise.py:12:3"
