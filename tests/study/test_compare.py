@@ -42,6 +42,12 @@ def test_nan_and_inf_handling(chunk):
     bad = ref.clone()
     bad[4] = float("nan")
     assert not compare(bad, ref, "f32").correct
+    # an infinite reference is not a licence for any answer: a finite value or the opposite
+    # infinity is wrong (the tolerance tol * |ref| is finite)
+    for i, v in ((2, 1.0), (2, -float("inf")), (3, 3.0)):
+        bad = ref.clone()
+        bad[i] = v
+        assert not compare(bad, ref, "f32").correct, (i, v)
 
 
 def test_ints_are_exact_and_shapes_checked(chunk):
