@@ -45,7 +45,7 @@ class Suite:
     priced_regimes: tuple[str, ...] = ()
     # "timing": the suite's shapes simulate without the tile arithmetic that reaches no address
     # (backend.driver.DEVICE.mode; the same cycles), and each (impl, dtype, options, chip) is
-    # checked against torch in functional mode at the workload's test shapes instead. For the
+    # checked against torch in functional mode at a ragged test shape (runner.check_shapes). For the
     # sweeps that multiply the work; `full` checks numbers at every study shape.
     sim_mode: str = "functional"
 
