@@ -16,7 +16,8 @@ reduction threshold (rows of up to 1024 elements) is a GPU register budget. On t
   blocks) and are autotuned; on the chip a program's start, descriptors and DMA runs are paid
   per tile, so a pointwise kernel gets one fixed block shape (`pointwise_blocks()`, through
   InductorChoices.triton_kernel_kwargs' `fixed_config`): POINTWISE_TILE elements, the
-  innermost dimension whole where it fits, shrunk until every PE has a program.
+  innermost dimension whole where it fits (square where an access is contiguous along an outer
+  dimension: Inductor's transpose), shrunk until every PE has a program.
 
 Each is a switch of backend/inductor_cpu/options.py; off, Inductor's own choice is made.
 """
@@ -63,18 +64,21 @@ def _pow2_floor(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
 
 
-def pointwise_blocks(sizes: dict[str, int], tile: int, pes: int) -> dict[str, int]:
+def pointwise_blocks(sizes: dict[str, int], tile: int, pes: int, square: bool = False) -> dict[str, int]:
     """Block per dimension ('x' innermost, then 'y', 'z') of a pointwise kernel over `sizes`:
     at most `tile` elements; x takes the power of two that pads its extent least (ties: the
     larger, fewer programs), the outer dimensions take what is left; then blocks halve (outer
-    first) while the grid has fewer programs than `pes` and the tile is over 256 elements."""
+    first) while the grid has fewer programs than `pes` and the tile is over 256 elements.
+    `square` (a kernel that also accesses memory contiguously along y: a transpose): x takes at
+    most 2^ceil(log2(tile) / 2) elements, so the DMA runs are long on both sides."""
     order = [p for p in ("x", "y", "z") if p in sizes]
     blocks: dict[str, int] = {}
     left = tile
-    for p in order:
+    for i, p in enumerate(order):
         n = max(1, sizes[p])
-        lo = min(_pow2_floor(n), left)
-        hi = min(lo * 2, left) if lo < n else lo
+        cap = min(left, 1 << (tile.bit_length() // 2)) if square and i == 0 and len(order) > 1 else left
+        lo = min(_pow2_floor(n), cap)
+        hi = min(lo * 2, cap) if lo < n else lo
         blocks[p] = hi if -(-n // hi) * hi <= -(-n // lo) * lo else lo
         left = max(1, left // blocks[p])
 
@@ -96,6 +100,30 @@ def pointwise_blocks(sizes: dict[str, int], tile: int, pes: int) -> dict[str, in
             break
         blocks[p] //= 2
     return blocks
+
+
+def transposed_access(features: Any) -> bool:
+    """Whether a node of the kernel reads or writes memory contiguously along an outer loop
+    variable and strided along the innermost (`in[c1, c0]` read in the order of `out[c0, c1]`):
+    Inductor's 2D tiling of a transpose, unlike a broadcast's or a concatenation's, whose every
+    access is contiguous along the innermost variable."""
+    import sympy
+    for node in getattr(features, "node_schedule", ()):
+        rw = getattr(node, "read_writes", None)
+        if rw is None:
+            continue
+        for dep in list(rw.reads) + list(rw.writes):
+            index, names, size = getattr(dep, "index", None), getattr(dep, "var_names", ()), getattr(dep, "size", ())
+            live = [v for v, n in zip(names, size) if n != 1]
+            if index is None or len(live) < 2:
+                continue
+            try:
+                strides = [sympy.diff(index, v) for v in live]
+            except Exception:  # noqa: BLE001 - an index sympy cannot differentiate: not this pattern
+                continue
+            if strides[-1] != 1 and any(s == 1 for s in strides[:-1]):
+                return True
+    return False
 
 
 def _on_chip_graph() -> bool:
@@ -122,7 +150,7 @@ class MTIAChoices(InductorChoices):
         except TypeError:  # a symbolic extent: Inductor's own candidates
             return kw
         from torch._inductor.codegen.triton import FixedTritonConfig
-        blocks = pointwise_blocks(sizes, pointwise_tile(), num_pes())
+        blocks = pointwise_blocks(sizes, pointwise_tile(), num_pes(), square=transposed_access(features))
         return {**kw, "fixed_config": FixedTritonConfig({f"{p.upper()}BLOCK": b for p, b in blocks.items()})}
 
     @staticmethod

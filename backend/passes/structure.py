@@ -8,6 +8,10 @@ For every `tt.load` / `tt.store` the pass tries, in order:
    indices with uniform bounds, combined with `&`) or an explicit mask tile. Loop-carried
    pointer tiles advanced by a uniform amount are rewritten into scalar offsets.
    (Triton 3.8 has already rewritten block pointers into such tiles and masks.)
+   A box whose contiguous dim (stride 1) is not the tile's last (Inductor's transpose loads
+   [Y, X] tiles with Y contiguous) is moved in memory order, runs along that dim, and permuted
+   in local memory by the MLU (a `tt.trans` after the load, before the store), instead of one
+   DMA run per element (`transposed_dma`, on by default).
 2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
    with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
    tile is computed on the PE and drives the DMA.
@@ -516,6 +520,9 @@ class Structurer:
             strides = info.aff.strides if info.aff else ()
             offset = info.offset + (info.aff.base if info.aff else ZERO)
             box = self.box(mask) if mask is not None else None
+            perm = self._permutation(op, strides, shape, mask, box, is_load)
+            if perm is not None:
+                return self._permuted(op, perm, info.base, offset, strides, shape, box, is_load, pre)
             desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
             if mask is not None and box is None:
                 if not mask.type.is_tile:
@@ -547,6 +554,66 @@ class Structurer:
         self._count("scalar_load" if is_load else "scalar_store")
         op.attrs["path"] = "scalar"
         return [op]
+
+    def _permutation(self, op: Op, strides: tuple, shape: list, mask: Value | None, box: Box | None,
+                     is_load: bool) -> list[int] | None:
+        """The dim order that puts the box's contiguous dim (stride 1) last, when the tile's
+        last dim is strided: Inductor's transpose loads a [Y, X] tile whose Y is contiguous in
+        memory. The DMA then moves runs along that dim and the MLU permutes the tile in local
+        memory, instead of one run per element. None when the box is already in memory order
+        (or has no contiguous dim, or a mask or fill tile that would need permuting too)."""
+        if not getattr(self.options, "transposed_dma", True) or len(shape) < 2:
+            return None
+        if is_load and self._region_of_op_is_top(op) and self.uniform(op.operands[0]):
+            return None  # the same tile for every program: loaded once per PE as it is (pe_resident)
+        if mask is not None and box is None:
+            return None
+        if is_load and len(op.operands) > 2:
+            other = op.operands[2]
+            d = self.defs.get(other)
+            if other.type.is_tile and not (d is not None and d.name == "arith.constant"
+                                           and len(d.attrs.get("values", [])) == 1):
+                return None
+        dims = [k for k, n in enumerate(shape) if n > 1]
+        if not dims or strides[dims[-1]] == ONE:
+            return None
+        unit = [k for k in dims if strides[k] == ONE]
+        if len(unit) != 1:
+            return None
+        k = unit[0]
+        return [d for d in range(len(shape)) if d != k] + [k]
+
+    def _permuted(self, op: Op, perm: list[int], base: Value, offset: SExpr, strides: tuple, shape: list,
+                  box: Box | None, is_load: bool, pre: list) -> list[Op]:
+        """A structured DMA of the box in memory order (dims permuted by `perm`) and an MLU
+        permute (tt.trans) between it and the tile the kernel names."""
+        pstrides = tuple(strides[d] for d in perm)
+        pbox = Box([box.lo[d] for d in perm], [box.hi[d] for d in perm]) if box is not None else None
+        pshape = tuple(shape[d] for d in perm)
+        desc, vals = self._descriptor(base, offset, pstrides, pbox, op, pre)
+        self._count("transposed_dma")
+        if is_load:
+            res = op.results[0]
+            other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
+            if ov and ov[0].type.is_tile:  # a splat constant fill: any layout
+                other = self.defs[ov[0]].attrs["values"][0]
+                ov = []
+            desc["other"] = other
+            vals += ov
+            loaded = Value(Type(res.type.elem, pshape))
+            self._count("dma_load")
+            return pre + [Op("mtia.dma_load", vals, [loaded], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
+                                                                 "permuted": list(perm)}, [], op.loc),
+                          Op("tt.trans", [loaded], [res], {"order": [perm.index(i) for i in range(len(perm))]},
+                             [], op.loc)]
+        value = op.operands[1]
+        moved = Value(Type(value.type.elem, pshape))
+        desc["value"] = moved.name
+        self._count("dma_store")
+        return pre + [Op("tt.trans", [value], [moved], {"order": list(perm)}, [], op.loc),
+                      Op("mtia.dma_store", vals + [moved], [], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
+                                                                "shape": list(pshape), "dtype": value.type.elem,
+                                                                "permuted": list(perm)}, [], op.loc)]
 
     def _gather(self, op: Op, info: PtrInfo, is_load: bool, mask: Value | None, pre: list) -> Op:
         """Index-driven DMA: a strided descriptor plus the offset tiles computed on the PE."""

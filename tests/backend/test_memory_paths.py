@@ -282,3 +282,40 @@ def test_a_launch_under_a_dispatch_mode_runs_the_simulator_outside_it():
         _masked_copy[(4,)](x, y, x.numel(), BLOCK=256)
     torch.testing.assert_close(y, x * 2.0)
     assert seen == [], f"the simulator's own ops reached the caller's dispatch mode: {sorted(set(seen))[:8]}"
+
+
+@triton.jit
+def _inductor_style_transpose(in_ptr0, out_ptr0, ynumel, xnumel, YBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    # what Inductor generates for x.t().contiguous() (n x n): the load's tile is [Y, X] with Y
+    # contiguous in memory, the store's is [Y, X] with X contiguous
+    yindex = tl.program_id(1) * YBLOCK + tl.arange(0, YBLOCK)[:, None]
+    ymask = yindex < ynumel
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + (yindex + ynumel * xindex), xmask & ymask)
+    tl.store(out_ptr0 + (xindex + xnumel * yindex), tmp0, xmask & ymask)
+
+
+@pytest.mark.parametrize("n", [256, 200])
+def test_a_tile_whose_contiguous_dim_is_not_last_is_a_dma_in_memory_order_and_a_permute(n):
+    import backend.driver as drv
+    x = torch.randn(n, n)
+    cycles = {}
+    for on in (True, False):
+        y = torch.empty(n, n)
+        with drv.record_launches() as recs:
+            k = _inductor_style_transpose[(triton.cdiv(n, 128), triton.cdiv(n, 8))](
+                x, y, n, n, YBLOCK=8, XBLOCK=128, transposed_dma=on)
+        torch.testing.assert_close(y, x.t())
+        cycles[on] = recs[0].cycles
+        tile = k.asm["tile"]
+        assert _paths(k) == ["dma", "dma"]
+        if on:
+            # the load moves a [128, 8] box (runs of 8 contiguous elements), the MLU permutes it
+            assert re.search(r"mtia\.dma_load .*strides=\['%ynumel', 1\].*permuted = \[1, 0\]} : tile<128x8xf32>",
+                             tile), tile
+            assert re.search(r"tt\.trans %v\d+ {order = \[1, 0\]} : tile<8x128xf32>", tile), tile
+            assert "mlu.permute" in k.asm["mtiasm"]
+        else:
+            assert "mlu.permute" not in k.asm["mtiasm"]
+    assert cycles[True] < cycles[False] / 2, cycles

@@ -150,6 +150,25 @@ def test_pointwise_blocks_fill_a_tile_and_every_pe() -> None:
     b = pointwise_blocks({"x": 512, "y": 64}, 8192, 64)
     assert b["x"] * b["y"] >= 256 and -(-512 // b["x"]) * -(-64 // b["y"]) >= 64
     assert pointwise_blocks({"x": 1 << 24}, 8192, 64) == {"x": 8192}
+    # a transpose: square, so both the contiguous store and the transposed load move long runs
+    assert pointwise_blocks({"x": 4096, "y": 4096}, 8192, 64, square=True) == {"x": 128, "y": 64}
+
+
+def test_a_transpose_is_tiled_square_and_a_broadcast_or_concat_is_not() -> None:
+    from study.compile_mtia import compile_for_mtia
+    cases = {"transpose": (lambda a: a.t().contiguous(), (torch.randn(1024, 1024),)),
+             "bias": (lambda a, b: a + b, (torch.randn(1024, 1024), torch.randn(1024))),
+             "concat": (lambda a, b: torch.cat([a, b], 1), (torch.randn(1024, 1000), torch.randn(1024, 24)))}
+    grids = {}
+    for name, (fn, args) in cases.items():
+        torch._dynamo.reset()
+        c, rep = compile_for_mtia(fn, *args)
+        torch.testing.assert_close(c(*args), fn(*args))
+        grids[name] = [k.grid for k in rep.kernels]
+    # 128 x 64 blocks: 8 x 16 programs; the load is a DMA in memory order plus an MLU permute
+    assert grids["transpose"] == [(8, 16, 1)], grids
+    # whole rows in x (1024 columns; 1000 and 24 padded to 1024 and 32)
+    assert all(g[0] == 1 for g in grids["bias"] + grids["concat"]), grids
 
 
 def test_bias_broadcast_is_tiled_and_sized_for_the_chip() -> None:
