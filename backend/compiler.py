@@ -80,6 +80,7 @@ class MTIAOptions:
     use_reduction_engine: bool = True   # builtin reductions on the RE
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
     transposed_dma: bool = True         # a box whose contiguous dim is not the tile's last: DMA + MLU permute
+    dense_strided_dma: bool = True      # a load with last-dim stride 2 or 4: the dense span + MLU split
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
     software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
     # compiler hints (off by default; a kernel opts in per launch, see backend/passes/persistent.py)

@@ -18,7 +18,8 @@
 # The eight cross-section kernels (suite `ablation`: matmul, softmax, layernorm, add,
 # embedding_bag_sum, index_select, flash_attention, transpose; representative shape, first
 # dtype, mtia2i) compiled with one backend feature off at a time through `MTIA_OPTIONS`
-# (`study/compile_options.py`): `no_structured_dma`, `no_index_dma`, `no_transposed_dma`, `no_reduction_engine`,
+# (`study/compile_options.py`): `no_structured_dma`, `no_index_dma`, `no_transposed_dma`,
+# `no_dense_strided_dma`, `no_reduction_engine`,
 # `single_buffer` (num_stages=1), `no_software_pipeline`, `no_program_overlap`, `no_persistent`
 # (the hint of the `triton_ext` kernels).
 #

@@ -26,6 +26,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_reduction_engine": {"use_reduction_engine": False},
     "no_index_dma": {"index_dma": False},
     "no_transposed_dma": {"transposed_dma": False},
+    "no_dense_strided_dma": {"dense_strided_dma": False},
     "single_buffer": {"num_stages": 1},
     "no_software_pipeline": {"software_pipeline": False},
     "no_program_overlap": {"pipeline_programs": False},

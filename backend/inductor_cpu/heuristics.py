@@ -108,12 +108,15 @@ def transposed_access(features: Any) -> bool:
     Inductor's 2D tiling of a transpose, unlike a broadcast's or a concatenation's, whose every
     access is contiguous along the innermost variable."""
     import sympy
+    from torch._inductor.dependencies import MemoryDep
     for node in getattr(features, "node_schedule", ()):
         rw = getattr(node, "read_writes", None)
         if rw is None:
             continue
         for dep in list(rw.reads) + list(rw.writes):
-            index, names, size = getattr(dep, "index", None), getattr(dep, "var_names", ()), getattr(dep, "size", ())
+            if not isinstance(dep, MemoryDep):  # StarDep, WeakDep: no index
+                continue
+            index, names, size = dep.index, dep.var_names, dep.size
             live = [v for v, n in zip(names, size) if n != 1]
             if index is None or len(live) < 2:
                 continue

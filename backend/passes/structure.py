@@ -11,7 +11,10 @@ For every `tt.load` / `tt.store` the pass tries, in order:
    A box whose contiguous dim (stride 1) is not the tile's last (Inductor's transpose loads
    [Y, X] tiles with Y contiguous) is moved in memory order, runs along that dim, and permuted
    in local memory by the MLU (a `tt.trans` after the load, before the store), instead of one
-   DMA run per element (`transposed_dma`, on by default).
+   DMA run per element (`transposed_dma`, on by default). A load whose last dim has a stride
+   of 2 or 4 elements (Inductor's MX4 packing reads x[2i] and x[2i + 1]) reads the dense span
+   in one run and the MLU keeps every 2nd / 4th element (`dense_strided_dma`), instead of one
+   32-byte burst per element.
 2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
    with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
    tile is computed on the PE and drives the DMA.
@@ -22,6 +25,7 @@ descriptors need are emitted once, hoisted to the outermost region where they ar
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from backend.passes import dce
@@ -29,6 +33,9 @@ from backend.passes.sexpr import ONE, ZERO, SExpr
 from backend.tile_ir import Function, Op, Region, Type, UnsupportedError, Value, walk
 
 I64 = Type("i64")
+# the smallest tile a strided load is read densely for (below it, per-element runs are cheaper
+# than the MLU splits' issue and latency: decode attention's per-split (max, sum) pairs)
+DENSE_MIN_ELEMENTS = 256
 
 
 @dataclass(frozen=True)
@@ -523,6 +530,9 @@ class Structurer:
             perm = self._permutation(op, strides, shape, mask, box, is_load)
             if perm is not None:
                 return self._permuted(op, perm, info.base, offset, strides, shape, box, is_load, pre)
+            step = self._dense_step(op, strides, shape, mask, box, is_load)
+            if step is not None:
+                return self._dense(op, step, info.base, offset, strides, shape, box, pre)
             desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
             if mask is not None and box is None:
                 if not mask.type.is_tile:
@@ -564,16 +574,8 @@ class Structurer:
         (or has no contiguous dim, or a mask or fill tile that would need permuting too)."""
         if not getattr(self.options, "transposed_dma", True) or len(shape) < 2:
             return None
-        if is_load and self._region_of_op_is_top(op) and self.uniform(op.operands[0]):
-            return None  # the same tile for every program: loaded once per PE as it is (pe_resident)
-        if mask is not None and box is None:
+        if not self._layout_change_ok(op, mask, box, is_load):
             return None
-        if is_load and len(op.operands) > 2:
-            other = op.operands[2]
-            d = self.defs.get(other)
-            if other.type.is_tile and not (d is not None and d.name == "arith.constant"
-                                           and len(d.attrs.get("values", [])) == 1):
-                return None
         dims = [k for k, n in enumerate(shape) if n > 1]
         if not dims or strides[dims[-1]] == ONE:
             return None
@@ -614,6 +616,69 @@ class Structurer:
                       Op("mtia.dma_store", vals + [moved], [], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
                                                                 "shape": list(pshape), "dtype": value.type.elem,
                                                                 "permuted": list(perm)}, [], op.loc)]
+
+    def _layout_change_ok(self, op: Op, mask: Value | None, box: Box | None, is_load: bool) -> bool:
+        """A memory op may be moved in another layout: a box (or no) mask, a scalar fill, not a
+        tile loaded once per PE as it is (pe_resident)."""
+        if mask is not None and box is None:
+            return False
+        if is_load and self._region_of_op_is_top(op) and self.uniform(op.operands[0]):
+            return False
+        if is_load and len(op.operands) > 2:
+            other = op.operands[2]
+            d = self.defs.get(other)
+            if other.type.is_tile and not (d is not None and d.name == "arith.constant"
+                                           and len(d.attrs.get("values", [])) == 1):
+                return False
+        return True
+
+    def _dense_step(self, op: Op, strides: tuple, shape: list, mask: Value | None, box: Box | None,
+                    is_load: bool) -> int | None:
+        """The stride (2 or 4 elements) of a load's last dim when the dense span is the better
+        read: Inductor's MX4 packing loads x[2i] and x[2i + 1] as two tiles; moved one element
+        per run, each run pays a whole 32-byte burst. None otherwise."""
+        if not is_load or not getattr(self.options, "dense_strided_dma", True) or not shape or shape[-1] < 2:
+            return None
+        last = strides[-1]
+        if not (isinstance(last, SExpr) and last.is_const and last.const in (2, 4)):
+            return None
+        if math.prod(shape) < DENSE_MIN_ELEMENTS:
+            return None  # a few runs cost less than the MLU splits' latency
+        return last.const if self._layout_change_ok(op, mask, box, is_load) else None
+
+    def _dense(self, op: Op, step: int, base: Value, offset: SExpr, strides: tuple, shape: list,
+               box: Box | None, pre: list) -> list[Op]:
+        """A structured DMA of the dense span under the tile's last dim (bounded at its last
+        wanted element), then the MLU keeps every `step`-th element (reshape, split)."""
+        n = shape[-1]
+        lo = [list(x) for x in box.lo] if box is not None else [[] for _ in shape]
+        hi = [list(x) for x in box.hi] if box is not None else [[] for _ in shape]
+        # element i of the tile is element step * i of the span: i < h  <=>  step * i < step * (h - 1) + 1
+        lo[-1] = [e * step for e in lo[-1]]
+        hi[-1] = [e * step - (step - 1) for e in hi[-1]] + [SExpr.of(step * (n - 1) + 1)]
+        dshape = tuple(shape[:-1]) + (n * step,)
+        desc, vals = self._descriptor(base, offset, tuple(strides[:-1]) + (ONE,), Box(lo, hi), op, pre)
+        res = op.results[0]
+        other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
+        if ov and ov[0].type.is_tile:  # a splat constant fill: any layout
+            other = self.defs[ov[0]].attrs["values"][0]
+            ov = []
+        desc["other"] = other
+        vals += ov
+        elem = res.type.elem
+        cur = Value(Type(elem, dshape))
+        ops = [Op("mtia.dma_load", vals, [cur], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
+                                                 "dense_step": step}, [], op.loc)]
+        self._count("dma_load")
+        width = n * step
+        while width > n:  # halve the kept elements' stride: [.., w] -> [.., w / 2, 2] -> [.., w / 2]
+            width //= 2
+            pairs = Value(Type(elem, tuple(shape[:-1]) + (width, 2)))
+            kept = res if width == n else Value(Type(elem, tuple(shape[:-1]) + (width,)))
+            ops += [Op("tt.reshape", [cur], [pairs], {}, [], op.loc),
+                    Op("tt.split", [pairs], [kept, Value(Type(elem, kept.type.shape))], {}, [], op.loc)]
+            cur = kept
+        return pre + ops
 
     def _gather(self, op: Op, info: PtrInfo, is_load: bool, mask: Value | None, pre: list) -> Op:
         """Index-driven DMA: a strided descriptor plus the offset tiles computed on the PE."""

@@ -319,3 +319,38 @@ def test_a_tile_whose_contiguous_dim_is_not_last_is_a_dma_in_memory_order_and_a_
         else:
             assert "mlu.permute" not in k.asm["mtiasm"]
     assert cycles[True] < cycles[False] / 2, cycles
+
+
+@triton.jit
+def _every_other(x_ptr, y_ptr, n, STEP: tl.constexpr, BLOCK: tl.constexpr):
+    # Inductor's MX4 packing reads x[2i] and x[2i + 1] as two tiles
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(x_ptr + STEP * offs, mask=m, other=0.0)
+    b = tl.load(x_ptr + (STEP - 1) + STEP * offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, a - 2.0 * b, mask=m)
+
+
+@pytest.mark.parametrize("step", [2, 4])
+@pytest.mark.parametrize("n", [1 << 16, 1000])
+def test_a_load_with_a_small_last_dim_stride_reads_the_dense_span_and_splits_it(step, n):
+    import backend.driver as drv
+    x = torch.randn(step * n)
+    want = x[0::step] - 2.0 * x[step - 1::step]
+    cycles = {}
+    for on in (True, False):
+        y = torch.empty(n)
+        with drv.record_launches() as recs:
+            k = _every_other[(triton.cdiv(n, 1024),)](x, y, n, STEP=step, BLOCK=1024, dense_strided_dma=on)
+        torch.testing.assert_close(y, want)
+        cycles[on] = recs[0].cycles
+        asm = k.asm["mtiasm"]
+        if on:
+            # one run of 1024 * step elements per load, bounded at its last wanted element;
+            # log2(step) MLU splits keep every step-th
+            assert re.search(rf"dense_step = {step}}} : tile<{1024 * step}xf32>", k.asm["tile"]), k.asm["tile"]
+            assert asm.count("mlu.split") == 2 * (step.bit_length() - 1), asm
+        else:
+            assert "mlu.split" not in asm
+    if n == 1 << 16:  # 64 programs of 1024: one run per load instead of 1024 (each a whole 32-byte burst)
+        assert cycles[True] < cycles[False] / 3, cycles
