@@ -596,12 +596,7 @@ class Structurer:
         self._count("transposed_dma")
         if is_load:
             res = op.results[0]
-            other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
-            if ov and ov[0].type.is_tile:  # a splat constant fill: any layout
-                other = self.defs[ov[0]].attrs["values"][0]
-                ov = []
-            desc["other"] = other
-            vals += ov
+            self._scalar_fill(op, desc, vals)
             loaded = Value(Type(res.type.elem, pshape))
             self._count("dma_load")
             return pre + [Op("mtia.dma_load", vals, [loaded], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
@@ -632,6 +627,16 @@ class Structurer:
                 return False
         return True
 
+    def _scalar_fill(self, op: Op, desc: dict, vals: list) -> None:
+        """The load's `other` into a descriptor whose tile is in another layout than the op's:
+        a scalar (a splat constant fill is its value; _layout_change_ok refused any other tile)."""
+        other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
+        if ov and ov[0].type.is_tile:
+            other = self.defs[ov[0]].attrs["values"][0]
+            ov = []
+        desc["other"] = other
+        vals += ov
+
     def _dense_step(self, op: Op, strides: tuple, shape: list, mask: Value | None, box: Box | None,
                     is_load: bool) -> int | None:
         """The stride (2 or 4 elements) of a load's last dim when the dense span is the better
@@ -659,12 +664,7 @@ class Structurer:
         dshape = tuple(shape[:-1]) + (n * step,)
         desc, vals = self._descriptor(base, offset, tuple(strides[:-1]) + (ONE,), Box(lo, hi), op, pre)
         res = op.results[0]
-        other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
-        if ov and ov[0].type.is_tile:  # a splat constant fill: any layout
-            other = self.defs[ov[0]].attrs["values"][0]
-            ov = []
-        desc["other"] = other
-        vals += ov
+        self._scalar_fill(op, desc, vals)
         elem = res.type.elem
         cur = Value(Type(elem, dshape))
         ops = [Op("mtia.dma_load", vals, [cur], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
