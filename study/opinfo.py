@@ -18,7 +18,8 @@ backend/ and run on the functional simulator. Each (op, variant, dtype) gets one
 Every op runs in a process of its own forked by study/pool.py (the parent imports torch,
 Inductor and the backend once and warms them up), at most `--workers` at a time, with a per-op
 timeout; rows are appended one at a time through study/results.py, and a rerun skips (op,
-variant, dtype) already in the output file. One op is study/opinfo_op.py, the classification of
+variant, dtype) already in the output file at the same source fingerprint (rows measured with
+other code are dropped and measured again). One op is study/opinfo_op.py, the classification of
 its failures study/opinfo_errors.py.
 
     python -m study.opinfo [--ops a,b,c] [--limit N] [--out results/raw/opinfo_coverage.csv]
@@ -42,7 +43,7 @@ from typing import Iterable
 from study.opinfo_errors import _first_line, error_pattern
 from study.opinfo_op import full_name, op_key, run_op
 from study.pool import TimedOut, WorkerDied, run_pool
-from study.results import Table, append_table, read_table, written_keys
+from study.results import Table, append_table, read_table, write_table, written_keys
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "results" / "raw" / "opinfo_coverage.csv"
@@ -168,12 +169,27 @@ def _harness_failure(error: BaseException) -> dict:
             "error_message": _first_line(str(error))}
 
 
+def _current_keys(out: Path, sha: str) -> set[tuple]:
+    """The (op, variant, dtype) keys `out` holds at source fingerprint `sha`. Rows measured with
+    other code are dropped from the file first (rewritten atomically), so a resumed sweep never
+    mixes two versions of the backend in one table."""
+    if not Path(out).exists():
+        return set()
+    rows = read_table(out, TABLE)
+    current = [r for r in rows if r["git_sha"] == sha]
+    if len(current) < len(rows):
+        print(f"[opinfo] {len(rows) - len(current)} rows of {out} were measured with other code: dropped, "
+              "measured again", file=sys.stderr)
+        write_table(out, TABLE, current)
+    return written_keys(out, TABLE)
+
+
 def sweep(ops: list, dtypes: list, out: Path, timeout: float, n_samples: int, workers: int,
           log_dir: Path | None, run_meta: dict) -> list[dict]:
-    """Every (op, dtype) not yet in `out`, each in a process of its own from study/pool.py (at
+    """Every (op, dtype) not yet in `out` at this source fingerprint, each in a process of its own from study/pool.py (at
     most `workers` at a time, killed after `timeout` s); rows appended through study/results.py
     as they finish. Returns the rows written."""
-    done = written_keys(out, TABLE)
+    done = _current_keys(out, run_meta.get("git_sha", ""))
     jobs = [(op, dt) for op in ops for dt in dtypes if (*op_key(op), _dtype_name(dt)) not in done]
     n_prev = len(ops) * len(dtypes) - len(jobs)
     if n_prev:

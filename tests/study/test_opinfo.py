@@ -94,6 +94,11 @@ def test_sweep_writes_rows_and_resumes(tmp_path):
     assert opinfo.sweep(ops, [torch.float32], out, 60, 1, 2, None, meta) == []
     s = opinfo.summarize(out, file=open("/dev/null", "w"))
     assert s["counts"] == {"pass": 1, "skipped": 1} and s["coverage"] == 1.0
+    # other code (another source fingerprint): its rows are dropped and measured again
+    again = opinfo.sweep(ops[:1], [torch.float32], out, 60, 1, 2, None, dict(meta, git_sha="y"))
+    assert [r["op"] for r in again] == ["neg"]
+    with out.open() as f:
+        assert [(r["op"], r["git_sha"]) for r in csv.DictReader(f)] == [("neg", "y")]
 
 
 def test_sweep_times_out_a_hung_op(tmp_path, monkeypatch):
