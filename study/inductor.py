@@ -108,25 +108,18 @@ def launches_unrecorded() -> Iterator[None]:
         DEVICE.listeners[:] = saved
 
 
-@contextlib.contextmanager
-def timing_only() -> Iterator[None]:
-    """Simulate without tile arithmetic (MTIA_SIM_MODE=timing) inside the block: the compile
-    run's outputs are discarded and Inductor's benchmarking of configs needs only cycles, which
-    are the same in both modes for kernels whose addresses do not depend on data."""
-    from backend.driver import sim_mode
-    with sim_mode("timing"):
-        yield
-
-
 def warm_up(call: Callable, args: tuple, kwargs: dict) -> Any:
-    """The compiling call, on copies of the inputs, unrecorded and in timing mode; simulated in
-    full if timing mode fails (an index computed by a skipped instruction can leave its tensor)."""
+    """The compiling call, on copies of the inputs, unrecorded and in timing mode (its outputs are
+    discarded; Inductor's benchmarking of configs needs only cycles); simulated in full if
+    timing mode fails (an index computed by a skipped instruction can leave its tensor)."""
+    from backend.driver import sim_mode
+
     def copies() -> tuple[tuple, dict]:
         cl = lambda v: v.clone() if isinstance(v, torch.Tensor) else v  # noqa: E731
         return tuple(cl(a) for a in args), {k: cl(v) for k, v in kwargs.items()}
     try:
         a, k = copies()
-        with torch.no_grad(), launches_unrecorded(), timing_only():
+        with torch.no_grad(), launches_unrecorded(), sim_mode("timing"):
             return call(*a, **k)
     except Exception:
         a, k = copies()

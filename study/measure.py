@@ -308,9 +308,14 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def seeded_inputs(w: Workload, shape: Shape, dtype: str) -> dict:
+    """The inputs every implementation of (w, shape, dtype) is measured on."""
+    return w.make(shape, dtype, seed=SEED)
+
+
 def reference(w: Workload, shape: Shape, dtype: str) -> tuple[dict, Any]:
     """Seeded inputs and the torch result, the numerical truth every impl is compared with."""
-    inputs = w.make(shape, dtype, seed=SEED)
+    inputs = seeded_inputs(w, shape, dtype)
     if "torch" not in w.impls:
         raise RuntimeError(f"workload '{w.name}' has no torch implementation to check against")
     return inputs, w.impls["torch"](**_clone(inputs))

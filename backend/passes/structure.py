@@ -541,9 +541,7 @@ class Structurer:
                 vals.append(mask)
             path = "dma" if mask is None or box is not None else "dma+mask"
             if is_load:
-                other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
-                desc["other"] = other
-                vals += ov
+                self._fill(op, desc, vals)
                 attrs = {"path": path, "desc": _fmt(desc), "_desc": desc}
                 if self._region_of_op_is_top(op) and all(self.uniform(v) for v in vals):
                     # the same tile for every program (weights, biases): kept in local memory
@@ -596,7 +594,7 @@ class Structurer:
         self._count("transposed_dma")
         if is_load:
             res = op.results[0]
-            self._scalar_fill(op, desc, vals)
+            self._fill(op, desc, vals)
             loaded = Value(Type(res.type.elem, pshape))
             self._count("dma_load")
             return pre + [Op("mtia.dma_load", vals, [loaded], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
@@ -620,20 +618,14 @@ class Structurer:
         if is_load and self._region_of_op_is_top(op) and self.uniform(op.operands[0]):
             return False
         if is_load and len(op.operands) > 2:
-            other = op.operands[2]
-            d = self.defs.get(other)
-            if other.type.is_tile and not (d is not None and d.name == "arith.constant"
-                                           and len(d.attrs.get("values", [])) == 1):
+            _, ov = self._other_operand(op.operands[2])
+            if ov and ov[0].type.is_tile:  # a fill tile other than a splat constant
                 return False
         return True
 
-    def _scalar_fill(self, op: Op, desc: dict, vals: list) -> None:
-        """The load's `other` into a descriptor whose tile is in another layout than the op's:
-        a scalar (a splat constant fill is its value; _layout_change_ok refused any other tile)."""
+    def _fill(self, op: Op, desc: dict, vals: list) -> None:
+        """A load's `other` (a constant: its value; else its register) into its descriptor."""
         other, ov = self._other_operand(op.operands[2] if len(op.operands) > 2 else None)
-        if ov and ov[0].type.is_tile:
-            other = self.defs[ov[0]].attrs["values"][0]
-            ov = []
         desc["other"] = other
         vals += ov
 
@@ -664,7 +656,7 @@ class Structurer:
         dshape = tuple(shape[:-1]) + (n * step,)
         desc, vals = self._descriptor(base, offset, tuple(strides[:-1]) + (ONE,), Box(lo, hi), op, pre)
         res = op.results[0]
-        self._scalar_fill(op, desc, vals)
+        self._fill(op, desc, vals)
         elem = res.type.elem
         cur = Value(Type(elem, dshape))
         ops = [Op("mtia.dma_load", vals, [cur], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
