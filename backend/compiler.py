@@ -81,6 +81,7 @@ class MTIAOptions:
     index_dma: bool = True              # unstructured offsets -> index-driven DMA, else scalar path
     transposed_dma: bool = True         # a box whose contiguous dim is not the tile's last: DMA + MLU permute
     dense_strided_dma: bool = True      # a load with last-dim stride 2 or 4: the dense span + MLU split
+    repeat_dma: bool = True             # a load at index // k along the last dim: k times fewer elements + MLU repeat
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
     software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
     # compiler hints (off by default; a kernel opts in per launch, see backend/passes/persistent.py)

@@ -19,7 +19,7 @@
 # embedding_bag_sum, index_select, flash_attention, transpose; representative shape, first
 # dtype, mtia2i) compiled with one backend feature off at a time through `MTIA_OPTIONS`
 # (`study/compile_options.py`): `no_structured_dma`, `no_index_dma`, `no_transposed_dma`,
-# `no_dense_strided_dma`, `no_reduction_engine`,
+# `no_dense_strided_dma`, `no_repeat_dma`, `no_reduction_engine`,
 # `single_buffer` (num_stages=1), `no_software_pipeline`, `no_program_overlap`, `no_persistent`
 # (the hint of the `triton_ext` kernels).
 #

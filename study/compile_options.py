@@ -18,7 +18,7 @@ from typing import Any
 ENV_VAR = "MTIA_OPTIONS"  # read by backend.compiler.env_options
 INDUCTOR_ENV_VAR = "MTIA_INDUCTOR"  # read by backend.inductor_cpu.options.activate
 # the chip-aware Inductor switches an option set may turn off (backend/inductor_cpu/options.py)
-INDUCTOR_SWITCHES = ("nd_tiling", "pointwise_blocks", "persistent_reductions", "split_reductions")
+INDUCTOR_SWITCHES = ("nd_tiling", "pointwise_blocks", "pointwise_cat", "persistent_reductions", "split_reductions")
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -27,6 +27,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_index_dma": {"index_dma": False},
     "no_transposed_dma": {"transposed_dma": False},
     "no_dense_strided_dma": {"dense_strided_dma": False},
+    "no_repeat_dma": {"repeat_dma": False},
     "single_buffer": {"num_stages": 1},
     "no_software_pipeline": {"software_pipeline": False},
     "no_program_overlap": {"pipeline_programs": False},

@@ -60,18 +60,22 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import benchmark, extern, heuristics, options
+    from backend.inductor_cpu import benchmark, cat, extern, heuristics, options
     options.activate_current()  # the switches that are Inductor config keys (nd_tiling)
     heuristics.install()
+    cat.install()
     extern.register_extern("gemm", _expert_gemm)
     extern.register_extern("embedding_bag", _triton_embedding_bag)
     extern.install()
     benchmark.install()  # Inductor's autotuning compares simulated time, not the simulator's host time
 
 
-def _expert_gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """mtia_sim.gemm (backend/inductor_cpu/extern.py): the expert GEMM program."""
-    from baselines.expert.gemm import bmm, matmul
+def _expert_gemm(a: torch.Tensor, b: torch.Tensor, trans_b: bool = False) -> torch.Tensor:
+    """mtia_sim.gemm (backend/inductor_cpu/extern.py): the expert GEMM program (its NT form when
+    b comes transposed)."""
+    from baselines.expert.gemm import bmm, matmul, matmul_nt
+    if trans_b:
+        return matmul_nt(a, b)
     return bmm(a, b) if a.dim() == 3 else matmul(a, b)
 
 
@@ -90,8 +94,9 @@ def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: 
 def unconfigure() -> None:
     """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
     a process that goes on to compile without them (T3's stock measurement, tests)."""
-    from backend.inductor_cpu import extern, heuristics
+    from backend.inductor_cpu import cat, extern, heuristics
     heuristics.uninstall()
+    cat.uninstall()
     extern.uninstall()
 
 

@@ -5,9 +5,12 @@ no simulated time. Through Inductor's post-grad custom pass (`config.post_grad_c
 an extension point, not a fork) each such node becomes `mtia_sim.gemm(a, b)`, a custom op whose
 implementation launches a program through backend.driver, so the launch is simulated and
 recorded like Inductor's own kernels. Around it the pass keeps what the program does not do as
-graph ops, so Inductor generates Triton kernels for them (simulated too): a non-contiguous
-operand (a linear layer's transposed weight) is first copied contiguous, and addmm's bias is
-added after the product. Likewise scaled dot-product attention becomes `mtia_sim.sdpa` (the
+graph ops, so Inductor generates Triton kernels for them (simulated too): a b operand that is
+the transpose of a row-major tensor (a linear layer's weight, x^T in x @ x^T) is passed as that
+tensor with `trans_b` (the program's NT form reads it as it lies), any other non-contiguous
+operand is first copied contiguous by a Triton kernel, and addmm's bias is added after the
+product. The op declares `needs_contiguous_strides` and refuses a strided operand: a copy left to
+its implementation would be host work outside the simulated time. Likewise scaled dot-product attention becomes `mtia_sim.sdpa` (the
 backend's flash-attention Triton kernel, attention.py) and embedding bags (sum / mean)
 `mtia_sim.embedding_bag`.
 
@@ -34,8 +37,9 @@ NAMESPACE = "mtia_sim"
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 # The ops whose implementation the backend's user registers, and what each must compute:
-#   gemm(a, b) -> a @ b: [M, K] @ [K, N], or batched [B, M, K] @ [B, K, N]; contiguous operands
-#       of one dtype in _DTYPES
+#   gemm(a, b, trans_b) -> a @ b: [M, K] @ [K, N], or batched [B, M, K] @ [B, K, N]; with
+#       trans_b, b is given transposed ([N, K] or [B, N, K]: a linear layer's weight, x^T of
+#       x @ x^T); contiguous operands of one dtype in _DTYPES
 #   embedding_bag(weight, indices, offsets, mean) -> [len(offsets) - 1, D]: bag i pools (sums,
 #       or averages when `mean`) the rows weight[indices[offsets[i]:offsets[i + 1]]]
 EXTERN_OPS = ("gemm", "embedding_bag")
@@ -64,15 +68,21 @@ def _impl(op: str) -> Callable[..., torch.Tensor]:
 
 
 _lib = torch.library.Library(NAMESPACE, "DEF")
-_lib.define("gemm(Tensor a, Tensor b) -> Tensor")
+# Inductor must hand the program row-major operands: a copy it leaves to the implementation
+# would run on the host, unpriced (a transposed operand's copy is a simulated Triton kernel)
+_lib.define("gemm(Tensor a, Tensor b, bool trans_b=False) -> Tensor", tags=(torch.Tag.needs_contiguous_strides,))
 
 
-def _gemm_impl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return _impl("gemm")(a, b)
+def _gemm_impl(a: torch.Tensor, b: torch.Tensor, trans_b: bool = False) -> torch.Tensor:
+    for name, t in (("a", a), ("b", b)):
+        if not t.is_contiguous():
+            raise RuntimeError(f"{NAMESPACE}.gemm: operand {name} {tuple(t.shape)} has strides {t.stride()}, not "
+                               "row-major; its copy would be host work outside the simulated time")
+    return _impl("gemm")(a, b, trans_b)
 
 
-def _gemm_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return a.new_empty((*a.shape[:-1], b.shape[-1]))
+def _gemm_fake(a: torch.Tensor, b: torch.Tensor, trans_b: bool = False) -> torch.Tensor:
+    return a.new_empty((*a.shape[:-1], b.shape[-2] if trans_b else b.shape[-1]))
 
 
 _lib.impl("gemm", _gemm_impl, "CPU")
@@ -145,14 +155,22 @@ class GemmToChip(CustomGraphPass):
                 continue
             with graph.inserting_before(node):
                 ops = []
-                for x in node.args[-2:]:
+                trans_b = False
+                for i, x in enumerate(node.args[-2:]):
                     v = _val(x)
-                    if not v.is_contiguous():
+                    if i == 1 and not v.is_contiguous() and v.transpose(-1, -2).is_contiguous():
+                        # b is the transpose of a row-major tensor (a weight, x^T): the program
+                        # reads that tensor as it lies (gemm's trans_b), no copy
+                        dims = list(range(v.dim() - 2)) + [v.dim() - 1, v.dim() - 2]
+                        x = graph.call_function(aten.permute.default, (x, dims))
+                        x.meta["val"] = v.transpose(-1, -2)
+                        trans_b = True
+                    elif not v.is_contiguous():
                         # the program reads row-major operands: the copy is a Triton kernel
                         x = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
                         x.meta["val"] = v.contiguous()
                     ops.append(x)
-                new = graph.call_function(gemm, tuple(ops))
+                new = graph.call_function(gemm, tuple(ops) + ((True,) if trans_b else ()))
                 new.meta.update(node.meta)
                 if node.target is aten.addmm.default:
                     out = graph.call_function(aten.add.Tensor, (new, node.args[0]))
@@ -164,7 +182,7 @@ class GemmToChip(CustomGraphPass):
         graph.lint()
 
     def uuid(self) -> Any:
-        return ("mtia_sim.GemmToChip", 3, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
+        return ("mtia_sim.GemmToChip", 4, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
 
 
 def _sdpa_to_chip(graph: torch.fx.Graph) -> None:

@@ -15,6 +15,10 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `pointwise_blocks`: pointwise kernels get one block size chosen for the chip (heuristics.py:
   tiles as large as local memory allows, whole rows where they fit, at least one program per
   PE) instead of Inductor's GPU-sized candidates (at most 1024 elements per program, autotuned).
+- `pointwise_cat`: a concatenation or stack consumed by pointwise code is fused into it (a
+  select per element) instead of materialised by a ConcatKernel, which Inductor always picks on
+  a `cpu` device (cat.py; MX4 dequantisation's stack of two nibbles otherwise writes an
+  intermediate with stores of stride 2).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
@@ -32,7 +36,7 @@ import os
 from typing import Any
 
 DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "nd_tiling": True,
-                             "pointwise_blocks": True, "extern_gemm": True, "extern_sdpa": True,
+                             "pointwise_blocks": True, "pointwise_cat": True, "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True}
 _ACTIVE: dict[str, bool] = {}
 

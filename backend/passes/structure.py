@@ -14,7 +14,10 @@ For every `tt.load` / `tt.store` the pass tries, in order:
    DMA run per element (`transposed_dma`, on by default). A load whose last dim has a stride
    of 2 or 4 elements (Inductor's MX4 packing reads x[2i] and x[2i + 1]) reads the dense span
    in one run and the MLU keeps every 2nd / 4th element (`dense_strided_dma`), instead of one
-   32-byte burst per element.
+   32-byte burst per element. A load whose last-dim index is `x // k` (Inductor's pointwise
+   stack of the two nibbles of a byte reads p[x // 2]; a nearest-neighbour repeat reads
+   x[c // k]) moves the tile of distinct elements, k times fewer, in one structured DMA and
+   the MLU repeats each k times (`repeat_dma`), instead of an index-driven DMA per element.
 2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
    with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
    tile is computed on the PE and drives the DMA.
@@ -557,6 +560,10 @@ class Structurer:
                                                       "shape": shape, "dtype": value.type.elem}, [], op.loc)
                 self._count("dma_store")
             return pre + [new]
+        if info is not None and info.resid and info.aff is not None and is_load:
+            rep = self._repeat(op, info, shape, mask, pre)
+            if rep is not None:
+                return rep
         if info is not None and info.resid and info.aff is not None and getattr(self.options, "index_dma", True):
             return pre + [self._gather(op, info, is_load, mask, pre)]
         self._count("scalar_load" if is_load else "scalar_store")
@@ -672,6 +679,104 @@ class Structurer:
             cur = kept
         return pre + ops
 
+    # ------------------------------------------------------------------ repeated elements
+
+    def _quotient(self, v: Value, depth: int = 0) -> tuple[Aff, int] | None:
+        """(a, k) when the integer tile v is `a // k` for an affine tile a and a constant k >= 2,
+        seen through the broadcasts, dim insertions and integer casts that follow the division."""
+        op = self.defs.get(v)
+        if op is None or depth > 8 or not v.type.is_tile:
+            return None
+        if op.name in ("arith.divsi", "arith.divui"):
+            a, k = self.aff(op.operands[0]), self.aff(op.operands[1])
+            if a is None or k is None or not k.base.is_const or any(not s.is_const or s.const for s in k.strides):
+                return None
+            return (a, k.base.const) if k.base.const >= 2 else None
+        if op.name in ("arith.extsi", "arith.extui", "arith.index_cast", "arith.trunci"):
+            return self._quotient(op.operands[0], depth + 1)
+        if op.name in ("tt.broadcast", "tt.expand_dims"):
+            q = self._quotient(op.operands[0], depth + 1)
+            if q is None:
+                return None
+            a = self._layout(op, q[0], tuple(v.type.shape))
+            return (a, q[1]) if a is not None else None
+        return None
+
+    def _repeat(self, op: Op, info: PtrInfo, shape: list, mask: Value | None, pre: list) -> list[Op] | None:
+        """A load whose pointer is `base + affine(other dims) + (c + x) // k` with x the last dim's
+        index (c a multiple of k): the k-times-smaller tile of distinct elements in one structured
+        DMA, then the MLU repeats every element k times along the last dim (k - 1 joins of a tile
+        with itself). A mask is reduced over each group of k (an element is read when any of its
+        copies is wanted) and applied again, with the load's fill, after the repeat. None when the
+        pointer is not of that form."""
+        if not getattr(self.options, "repeat_dma", True) or len(info.resid) != 1 or not shape:
+            return None
+        q = self._quotient(info.resid[0][0])
+        if q is None:
+            return None
+        a, k = q
+        n = shape[-1]
+        last = len(shape) - 1
+        if k & (k - 1) or n % k or any(not (s.is_const and s.const == 0) for s in info.aff.strides[-1:]):
+            return None
+        if [d for d, s in enumerate(a.strides) if not (s.is_const and s.const == 0)] != [last] or a.strides[-1] != ONE:
+            return None
+        base = _exact_div(a.base, k)
+        if base is None:
+            return None
+        cshape = tuple(shape[:-1]) + (n // k,)
+        strides = tuple(info.aff.strides[:-1]) + (ONE,)
+        offset = info.offset + info.aff.base + base
+        box = self.box(mask) if mask is not None else None
+        if box is not None and (box.lo[-1] or box.hi[-1]):
+            box = None  # bounds along the repeated dim: reduce the mask tile instead
+        res = op.results[0]
+        elem = res.type.elem
+        ops: list[Op] = []
+        cmask = None
+        if mask is not None and box is None:
+            if not mask.type.is_tile:
+                return None
+            cmask = self._repeat_groups(mask, k, "arith.ori", ops, op)
+        desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
+        if cmask is not None:
+            desc["mask"] = cmask.name
+            vals.append(cmask)
+        self._fill(op, desc, vals)
+        cur = Value(Type(elem, cshape))
+        ops.append(Op("mtia.dma_load", vals, [cur], {"path": "dma+mask" if cmask is not None else "dma",
+                                                     "desc": _fmt(desc), "_desc": desc, "repeat": k}, [], op.loc))
+        self._count("dma_load")
+        self._count("repeat_dma")
+        select = cmask is not None and len(op.operands) > 2
+        width = n // k
+        while width < n:  # [.., w] -> join with itself [.., w, 2] -> [.., 2w]: every element twice
+            pairs = Value(Type(elem, tuple(shape[:-1]) + (width, 2)))
+            width *= 2
+            out = res if width == n and not select else Value(Type(elem, tuple(shape[:-1]) + (width,)))
+            ops += [Op("tt.join", [cur, cur], [pairs], {}, [], op.loc),
+                    Op("tt.reshape", [pairs], [out], {}, [], op.loc)]
+            cur = out
+        if select:  # the copies the mask does not want get the load's fill
+            ops.append(Op("arith.select", [mask, cur, op.operands[2]], [res], {}, [], op.loc))
+        return pre + ops
+
+    @staticmethod
+    def _repeat_groups(t: Value, k: int, combine: str, ops: list, at: Op) -> Value:
+        """t [.., n] -> [.., n / k]: `combine` of each run of k along the last dim (MLU splits)."""
+        shape = tuple(t.type.shape)
+        cur, width = t, shape[-1]
+        while width > shape[-1] // k:
+            width //= 2
+            pairs = Value(Type(t.type.elem, shape[:-1] + (width, 2)))
+            a, b = Value(Type(t.type.elem, shape[:-1] + (width,))), Value(Type(t.type.elem, shape[:-1] + (width,)))
+            out = Value(Type(t.type.elem, shape[:-1] + (width,)))
+            ops += [Op("tt.reshape", [cur], [pairs], {}, [], at.loc),
+                    Op("tt.split", [pairs], [a, b], {}, [], at.loc),
+                    Op(combine, [a, b], [out], {}, [], at.loc)]
+            cur = out
+        return cur
+
     def _gather(self, op: Op, info: PtrInfo, is_load: bool, mask: Value | None, pre: list) -> Op:
         """Index-driven DMA: a strided descriptor plus the offset tiles computed on the PE."""
         shape = tuple(op.operands[0].type.shape)
@@ -748,6 +853,13 @@ class Structurer:
             for r in op.regions:
                 self._splice(r)
         region.ops = out
+
+
+def _exact_div(e: SExpr, k: int) -> SExpr | None:
+    """e / k when every coefficient of e is a multiple of k (a program's first index, pid * BLOCK)."""
+    if e.const % k or any(c % k for _, c in e.terms):
+        return None
+    return SExpr(tuple((m, c // k) for m, c in e.terms), e.const // k)
 
 
 def _fmt(desc: dict) -> str:

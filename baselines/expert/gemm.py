@@ -39,8 +39,11 @@ def _estimate(cm: ChipModel, batch: int, M: int, N: int, K: int, BM: int, BN: in
 
 @cached
 def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: str,
-                 epilogue: str | None = None, BM: int = 0, BN: int = 0):
-    """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major."""
+                 epilogue: str | None = None, BM: int = 0, BN: int = 0, trans_b: bool = False):
+    """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major.
+    `trans_b`: B is given as its transpose, [batch, N, K] row-major (a linear layer's weight,
+    x @ x^T): each [BN, BK] tile is read in its own row-major order (runs along K) and the MLU
+    transposes it in local memory."""
     cm = ChipModel(load_chip(current_chip()))
     BK = 64 if in_dtype == "i8" else 32
     cands = [(BM, BN)] if BM else sorted(
@@ -50,19 +53,21 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
         for stages in (3, 2):
             for acc_copies in (2, 1):
                 try:
-                    return _build(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, BK, stages, acc_copies)
+                    return _build(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, BK, stages, acc_copies,
+                                  trans_b)
                 except LocalMemoryOverflow as e:
                     last = e
     raise last
 
 
-def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, acc_copies):
+def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, acc_copies, trans_b=False):
     acc_dt = "i32" if in_dtype == "i8" else "f32"
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     n_tiles = batch * tm * tn
     P = min(n_pes(), n_tiles)
     per = cdiv(n_tiles, P)
-    b = ProgramBuilder(f"expert_gemm_{batch}x{M}x{N}x{K}_{in_dtype}_{epilogue or 'plain'}_{BM}x{BN}")
+    b = ProgramBuilder(f"expert_gemm{'_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_{in_dtype}_{epilogue or 'plain'}"
+                       f"_{BM}x{BN}")
     A, B = b.param_ptr("a", in_dtype), b.param_ptr("b", in_dtype)
     C = b.param_ptr("c", out_dtype)
     bias = b.param_ptr("bias", in_dtype) if epilogue else None
@@ -84,16 +89,24 @@ def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, ac
         hi_m = smin(b, s64(b, "sub", M, row), s64(b, "mul", live, BM))
         hi_n = s64(b, "sub", N, col)
         a_off = s64(b, "add", s64(b, "mul", bi, M * K), s64(b, "mul", row, K))
-        b_off = s64(b, "add", s64(b, "mul", bi, K * N), col)
+        b_off = s64(b, "add", s64(b, "mul", bi, K * N), s64(b, "mul", col, K) if trans_b else col)
+
+        def load_b(k, kr, out):
+            if not trans_b:
+                return b.dma_load(B, s64(b, "add", b_off, s64(b, "mul", k, N)) if k is not None else b_off, [BK, BN], [N, 1],
+                                  copies=stages, hi=[kr, hi_n], out=out)
+            bt = b.dma_load(B, s64(b, "add", b_off, k) if k is not None else b_off, [BN, BK], [K, 1], copies=stages,
+                            hi=[hi_n, kr], out=out[0] if out else None)
+            return bt, b.transpose(bt, [1, 0], out=out[1] if out else None)
+
         ta = b.dma_load(A, a_off, [BM, BK], [K, 1], copies=stages, hi=[hi_m, K])
-        tb = b.dma_load(B, b_off, [BK, BN], [N, 1], copies=stages, hi=[K, hi_n])
-        b.matmul(ta, tb, zero, out=acc)
+        tb = load_b(None, K, None)
+        b.matmul(ta, tb[1] if trans_b else tb, zero, out=acc)
         with b.loop(BK, K, BK, name="k") as k:
             kr = s64(b, "sub", K, k)
             b.dma_load(A, s64(b, "add", a_off, k), [BM, BK], [K, 1], copies=stages, hi=[hi_m, kr], out=ta)
-            b.dma_load(B, s64(b, "add", b_off, s64(b, "mul", k, N)), [BK, BN], [N, 1], copies=stages,
-                       hi=[kr, hi_n], out=tb)
-            b.matmul(ta, tb, acc)
+            load_b(k, kr, tb)
+            b.matmul(ta, tb[1] if trans_b else tb, acc)
         if epilogue:
             tbias = b.dma_load(bias, col, [1, BN], [0, 1], copies=2, hi=[1, hi_n])
             b.cast(tbias, "f32", out=bias_f)
@@ -110,15 +123,15 @@ def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, ac
 
 
 def _run(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, epilogue: str | None = None,
-         out_dtype: torch.dtype | None = None) -> torch.Tensor:
+         out_dtype: torch.dtype | None = None, trans_b: bool = False) -> torch.Tensor:
     batched = a.dim() == 3
     A = a if batched else a[None]
     Bm = b if batched else b[None]
     bs, M, K = A.shape
-    N = Bm.shape[2]
+    N = Bm.shape[1] if trans_b else Bm.shape[2]
     ind = DT[a.dtype]
     odt = out_dtype or (torch.int32 if ind == "i8" else a.dtype)
-    prog = gemm_program(bs, M, N, K, ind, DT[odt], epilogue)
+    prog = gemm_program(bs, M, N, K, ind, DT[odt], epilogue, trans_b=trans_b)
     c = torch.empty((bs, M, N), dtype=odt)
     args = [A.contiguous(), Bm.contiguous(), c] + ([bias.contiguous()] if epilogue else [])
     launch(prog, prog.meta["grid"], args)
@@ -139,3 +152,8 @@ def int8_matmul(a, b):
 
 def bmm(a, b):
     return _run(a, b)
+
+
+def matmul_nt(a, bt):
+    """a @ bt^T for bt [N, K] (or batched [B, N, K]) row-major: no transposed copy of bt."""
+    return _run(a, bt, trans_b=True)

@@ -354,3 +354,67 @@ def test_a_load_with_a_small_last_dim_stride_reads_the_dense_span_and_splits_it(
             assert "mlu.split" not in asm
     if n == 1 << 16:  # 64 programs of 1024: one run per load instead of 1024 (each a whole 32-byte burst)
         assert cycles[True] < cycles[False] / 3, cycles
+
+
+@triton.jit
+def _unpack_nibbles(p_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # Inductor's pointwise stack of (p & 15, p >> 4): element x reads p[x // 2] under a parity mask
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    even = (offs % 2) < 1
+    lo = tl.load(p_ptr + offs // 2, mask=m & even, other=0).to(tl.int32) & 15
+    hi = tl.load(p_ptr + offs // 2, mask=m & ((offs % 2) >= 1), other=0).to(tl.int32) >> 4
+    tl.store(y_ptr + offs, tl.where(even, lo, hi), mask=m)
+
+
+@triton.jit
+def _repeat_rows(x_ptr, y_ptr, ROWS: tl.constexpr, K: tl.constexpr, N: tl.constexpr, XBLOCK: tl.constexpr):
+    # Inductor's 2-D tiles of a nearest-neighbour repeat along the last dim: y[r, c] = x[r, c // K]
+    r = tl.program_id(1) * ROWS + tl.arange(0, ROWS)[:, None]
+    c = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    v = tl.load(x_ptr + (N // K) * r + c // K)
+    tl.store(y_ptr + N * r + c, v * 3.0)
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1000])
+def test_a_load_at_index_div_two_reads_the_packed_span_once_and_repeats_it(n):
+    import backend.driver as drv
+    p = torch.randint(0, 256, ((n + 1) // 2,), dtype=torch.uint8)
+    q = p.to(torch.int32)
+    want = torch.stack([q & 15, q >> 4], dim=1).reshape(-1)[:n]
+    cycles = {}
+    for on in (True, False):
+        y = torch.empty(n, dtype=torch.int32)
+        with drv.record_launches() as recs:
+            k = _unpack_nibbles[(triton.cdiv(n, 1024),)](p, y, n, BLOCK=1024, repeat_dma=on)
+        torch.testing.assert_close(y, want)
+        cycles[on] = recs[0].cycles
+        if on:
+            # a masked DMA of the 512 packed bytes under the tile, the MLU repeats each twice
+            assert _paths(k) == ["dma+mask", "dma+mask", "dma"], _paths(k)
+            assert re.search(r"repeat = 2} : tile<512xi8>", k.asm["tile"]), k.asm["tile"]
+            assert k.asm["mtiasm"].count("mlu.join") == 2, k.asm["mtiasm"]
+        else:
+            assert "gather" in _paths(k)
+    if n == 1 << 16:  # one run per load instead of one index-driven element each
+        assert cycles[True] < cycles[False] / 3, cycles
+
+
+@pytest.mark.parametrize("rep", [2, 4])
+def test_a_2d_tile_at_column_div_k_is_one_dense_dma_and_an_mlu_repeat(rep):
+    import backend.driver as drv
+    rows, n = 64, 256
+    x = torch.randn(rows, n // rep)
+    want = 3.0 * x.repeat_interleave(rep, dim=1)
+    cycles = {}
+    for on in (True, False):
+        y = torch.empty(rows, n)
+        with drv.record_launches() as recs:
+            k = _repeat_rows[(n // 128, rows // 8)](x, y, ROWS=8, K=rep, N=n, XBLOCK=128, repeat_dma=on)
+        torch.testing.assert_close(y, want)
+        cycles[on] = recs[0].cycles
+        if on:
+            assert _paths(k) == ["dma", "dma"], _paths(k)
+            assert re.search(rf"repeat = {rep}}} : tile<8x{128 // rep}xf32>", k.asm["tile"]), k.asm["tile"]
+            assert k.asm["mtiasm"].count("mlu.join") == rep.bit_length() - 1, k.asm["mtiasm"]
+    assert cycles[True] < cycles[False], cycles

@@ -26,3 +26,15 @@ def test_expert_matches_torch(name, shape, dtype):
     assert recs, "the expert implementation must launch through backend.driver.launch"
     c = compare(out, ref, dtype)
     assert c.correct, f"{name}/{shape}/{dtype}: {c.why} (max abs {c.max_abs_err}, max rel {c.max_rel_err})"
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 96, 160), (3, 27, 27, 40)])
+def test_the_nt_gemm_reads_b_transposed_and_matches_torch(shape):
+    from baselines.expert.gemm import matmul_nt
+    bs, M, N, K = shape
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(bs, M, K, generator=g).to(torch.bfloat16)
+    bt = torch.randn(bs, N, K, generator=g).to(torch.bfloat16)
+    got = matmul_nt(a if bs > 1 else a[0], bt if bs > 1 else bt[0])
+    want = (a.float() @ bt.float().transpose(-1, -2)).to(torch.bfloat16)
+    torch.testing.assert_close(got, want if bs > 1 else want[0], rtol=2e-2, atol=2e-2)

@@ -196,3 +196,54 @@ def test_inductor_compiles_the_model_form_at_the_workload_dtype() -> None:
     inputs, ref = reference(w, shape, "bf16")
     (row,) = measure(w, "inductor", shape, "bf16", "mtia2i", inputs, ref, {})
     assert row["correct"], row["notes"]
+
+
+def test_a_stack_feeding_pointwise_code_is_fused_into_it_not_materialised() -> None:
+    # MX4 dequantisation unpacks each byte with torch.stack([p & 15, p >> 4], 1): Inductor's CPU
+    # path materialises the stack (two stores of stride 2); `pointwise_cat` fuses it into its user
+    from baselines import torch_ref
+    from study.compile_mtia import compile_for_mtia
+    packed, exps = torch_ref.mx4_quantize(torch.randn(1 << 16))
+    want = torch_ref.mx4_dequantize(packed, exps)
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(torch_ref.mx4_dequantize, packed, exps, pointwise_cat=on)
+        torch.testing.assert_close(c(packed, exps), want)
+    assert len(reps[False].kernels) == 2 and len(reps[True].kernels) == 1
+    assert "aten.stack" in reps[True].kernels[0].aten_ops
+    assert reps[True].chip_time_us < reps[False].chip_time_us / 2, (reps[True].chip_time_us, reps[False].chip_time_us)
+
+
+def test_a_concat_of_inputs_or_one_returned_as_is_keeps_inductors_concat_kernel() -> None:
+    # no pointwise user: Inductor's ConcatKernel computes each input straight into its slice of
+    # the output, which a fused masked select would only make slower; the switch leaves it alone
+    from study.compile_mtia import compile_for_mtia
+    a, b = torch.randn(64, 32), torch.randn(64, 16)
+    for fn in (lambda a, b: torch.cat([a, b], dim=1), lambda a, b: torch.cat([a * 2, b + 1], dim=1)):
+        names = {}
+        for on in (False, True):
+            torch._dynamo.reset()
+            c, rep = compile_for_mtia(fn, a, b, pointwise_cat=on)
+            torch.testing.assert_close(c(a, b), fn(a, b))
+            names[on] = sorted(k.name for k in rep.kernels)
+        assert names[True] == names[False]
+
+
+def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_on_the_chip() -> None:
+    # the extern GEMM reads row-major operands: x^T of x @ x^T goes to its NT form (no copy);
+    # another strided operand is copied by a simulated kernel (the program refuses a strided
+    # operand rather than copy it on the host, unpriced)
+    from study.compile_mtia import compile_for_mtia
+    x = torch.randn(8, 27, 32)
+    fn = lambda x: torch.bmm(x, x.transpose(1, 2))  # noqa: E731
+    c, rep = compile_for_mtia(fn, x)
+    torch.testing.assert_close(c(x), fn(x), rtol=1e-4, atol=1e-4)
+    assert [k.name.startswith("expert_gemm_nt") for k in rep.kernels] == [True]
+    torch._dynamo.reset()
+    y = torch.randn(8, 64, 27)
+    fn2 = lambda x, y: torch.bmm(x, y[:, ::2, :])  # noqa: E731
+    c2, rep2 = compile_for_mtia(fn2, x, y)
+    torch.testing.assert_close(c2(x, y), fn2(x, y), rtol=1e-4, atol=1e-4)
+    names = [k.name for k in rep2.kernels]
+    assert len(names) == 2 and names[1].startswith("expert_gemm_8x") and not names[0].startswith("expert"), names
