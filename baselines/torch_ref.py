@@ -74,8 +74,13 @@ def matmul_bias_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> to
 
 
 def int8_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # int64 products then a checked narrowing: exact whatever K is (int32 must not overflow)
-    c = a.to(torch.int64) @ b.to(torch.int64)
+    # float64 products and sums are exact integers while K * 128 * 128 < 2**53 (every partial sum
+    # of int8 products stays below 2**53): BLAS speed (an int64 matmul has no BLAS path and does
+    # not vectorise without AVX-512: minutes at 2048^3), then a checked narrowing to int32
+    K = a.shape[-1]
+    if K * 128 * 128 >= 2**53:
+        raise ValueError(f"int8_matmul reference: K={K} is too large for an exact float64 sum")
+    c = a.to(torch.float64) @ b.to(torch.float64)
     assert c.abs().max() < 2**31, "int32 accumulator would overflow"
     return c.to(torch.int32)
 
