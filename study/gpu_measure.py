@@ -112,7 +112,7 @@ def run_gpu(args: argparse.Namespace) -> int:
         (out.parent / "gpu_ceilings.json").write_text(json.dumps(dict(ceilings, device=dev_name, versions=vers)) + "\n")
     run_id = os.environ.setdefault("STUDY_GPU_RUN_ID", uuid.uuid4().hex[:12])
     base = {"run_id": run_id, "git_sha": sha, "suite": "gpu",
-            "chip": "h200", "cycles": None, "sim_wall_s": None, "device": dev_name, "versions": vers,
+            "chip": "h100" if "H100" in dev_name else "h200", "cycles": None, "sim_wall_s": None, "device": dev_name, "versions": vers,
             "options": "default", "config": ""}
     n_rows = n_ok = 0
     stopped = None
