@@ -26,7 +26,7 @@ from typing import Any, Callable
 _ORIGINAL: dict[Any, Callable] = {}
 
 
-def _fusable(inputs: list, dim: int) -> bool:
+def _fusable(inputs: list) -> bool:
     import torch._inductor.config as ic
     from torch._inductor import ir
     from torch._inductor.utils import is_pointwise_use
@@ -68,7 +68,7 @@ def _chip_cat(original: Callable) -> Callable:
             dim = L._validate_dim(inputs[0], dim, 0)
             dtype = L.get_promoted_dtype(*inputs, type_promotion_kind=L.ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
             promoted = [L.to_dtype(x, dtype) for x in inputs]
-            if _fusable(promoted, dim):
+            if _fusable(promoted):
                 return L.pointwise_cat(promoted, dim)
         return original(inputs, dim)
     cat.mtia_original = original  # type: ignore[attr-defined]
@@ -78,11 +78,11 @@ def _chip_cat(original: Callable) -> Callable:
 def install() -> None:
     import torch
     from torch._inductor import lowering as L
-    for op in (torch.ops.aten.cat.default,):
-        current = L.lowerings[op]
-        if not hasattr(current, "mtia_original"):
-            _ORIGINAL[op] = current
-            L.lowerings[op] = _chip_cat(current)
+    op = torch.ops.aten.cat.default
+    current = L.lowerings[op]
+    if not hasattr(current, "mtia_original"):
+        _ORIGINAL[op] = current
+        L.lowerings[op] = _chip_cat(current)
 
 
 def uninstall() -> None:

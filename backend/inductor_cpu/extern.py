@@ -10,9 +10,9 @@ the transpose of a row-major tensor (a linear layer's weight, x^T in x @ x^T) is
 tensor with `trans_b` (the program's NT form reads it as it lies), any other non-contiguous
 operand is first copied contiguous by a Triton kernel, and addmm's bias is added after the
 product. The op declares `needs_contiguous_strides` and refuses a strided operand: a copy left to
-its implementation would be host work outside the simulated time. Likewise scaled dot-product attention becomes `mtia_sim.sdpa` (the
-backend's flash-attention Triton kernel, attention.py) and embedding bags (sum / mean)
-`mtia_sim.embedding_bag`.
+its implementation would be host work outside the simulated time. Likewise scaled dot-product
+attention becomes `mtia_sim.sdpa` (the backend's flash-attention Triton kernel, attention.py) and
+embedding bags (sum / mean) `mtia_sim.embedding_bag`.
 
 This module is a registration point: the backend does not import kernels/ or baselines/, so
 the programs behind `gemm` and `embedding_bag` are registered by the backend's user with

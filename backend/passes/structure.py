@@ -560,12 +560,12 @@ class Structurer:
                                                       "shape": shape, "dtype": value.type.elem}, [], op.loc)
                 self._count("dma_store")
             return pre + [new]
-        if info is not None and info.resid and info.aff is not None and is_load:
-            rep = self._repeat(op, info, shape, mask, pre)
+        if info is not None and info.resid and info.aff is not None:
+            rep = self._repeat(op, info, shape, mask, pre) if is_load else None
             if rep is not None:
                 return rep
-        if info is not None and info.resid and info.aff is not None and getattr(self.options, "index_dma", True):
-            return pre + [self._gather(op, info, is_load, mask, pre)]
+            if getattr(self.options, "index_dma", True):
+                return pre + [self._gather(op, info, is_load, mask, pre)]
         self._count("scalar_load" if is_load else "scalar_store")
         op.attrs["path"] = "scalar"
         return [op]
@@ -716,10 +716,9 @@ class Structurer:
             return None
         a, k = q
         n = shape[-1]
-        last = len(shape) - 1
-        if k & (k - 1) or n % k or any(not (s.is_const and s.const == 0) for s in info.aff.strides[-1:]):
+        if k & (k - 1) or n % k or info.aff.strides[-1] != ZERO:
             return None
-        if [d for d, s in enumerate(a.strides) if not (s.is_const and s.const == 0)] != [last] or a.strides[-1] != ONE:
+        if a.strides[-1] != ONE or any(s != ZERO for s in a.strides[:-1]):
             return None
         base = _exact_div(a.base, k)
         if base is None:
@@ -737,7 +736,7 @@ class Structurer:
         if mask is not None and box is None:
             if not mask.type.is_tile:
                 return None
-            cmask = self._repeat_groups(mask, k, "arith.ori", ops, op)
+            cmask = self._any_in_groups(mask, k, ops, op)
         desc, vals = self._descriptor(info.base, offset, strides, box, op, pre)
         if cmask is not None:
             desc["mask"] = cmask.name
@@ -762,8 +761,8 @@ class Structurer:
         return pre + ops
 
     @staticmethod
-    def _repeat_groups(t: Value, k: int, combine: str, ops: list, at: Op) -> Value:
-        """t [.., n] -> [.., n / k]: `combine` of each run of k along the last dim (MLU splits)."""
+    def _any_in_groups(t: Value, k: int, ops: list, at: Op) -> Value:
+        """Mask t [.., n] -> [.., n / k]: the or of each run of k along the last dim (MLU splits)."""
         shape = tuple(t.type.shape)
         cur, width = t, shape[-1]
         while width > shape[-1] // k:
@@ -773,7 +772,7 @@ class Structurer:
             out = Value(Type(t.type.elem, shape[:-1] + (width,)))
             ops += [Op("tt.reshape", [cur], [pairs], {}, [], at.loc),
                     Op("tt.split", [pairs], [a, b], {}, [], at.loc),
-                    Op(combine, [a, b], [out], {}, [], at.loc)]
+                    Op("arith.ori", [a, b], [out], {}, [], at.loc)]
             cur = out
         return cur
 

@@ -91,22 +91,24 @@ def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, ac
         a_off = s64(b, "add", s64(b, "mul", bi, M * K), s64(b, "mul", row, K))
         b_off = s64(b, "add", s64(b, "mul", bi, K * N), s64(b, "mul", col, K) if trans_b else col)
 
-        def load_b(k, kr, out):
+        def load_b(k, kr, out=(None, None)):
+            """B's tile at K offset k (None: the first): (the tile loaded, the [BK, BN] operand)."""
             if not trans_b:
-                return b.dma_load(B, s64(b, "add", b_off, s64(b, "mul", k, N)) if k is not None else b_off, [BK, BN], [N, 1],
-                                  copies=stages, hi=[kr, hi_n], out=out)
-            bt = b.dma_load(B, s64(b, "add", b_off, k) if k is not None else b_off, [BN, BK], [K, 1], copies=stages,
-                            hi=[hi_n, kr], out=out[0] if out else None)
-            return bt, b.transpose(bt, [1, 0], out=out[1] if out else None)
+                off = s64(b, "add", b_off, s64(b, "mul", k, N)) if k is not None else b_off
+                t = b.dma_load(B, off, [BK, BN], [N, 1], copies=stages, hi=[kr, hi_n], out=out[0])
+                return t, t
+            off = s64(b, "add", b_off, k) if k is not None else b_off
+            t = b.dma_load(B, off, [BN, BK], [K, 1], copies=stages, hi=[hi_n, kr], out=out[0])
+            return t, b.transpose(t, [1, 0], out=out[1])
 
         ta = b.dma_load(A, a_off, [BM, BK], [K, 1], copies=stages, hi=[hi_m, K])
-        tb = load_b(None, K, None)
-        b.matmul(ta, tb[1] if trans_b else tb, zero, out=acc)
+        tb = load_b(None, K)
+        b.matmul(ta, tb[1], zero, out=acc)
         with b.loop(BK, K, BK, name="k") as k:
             kr = s64(b, "sub", K, k)
             b.dma_load(A, s64(b, "add", a_off, k), [BM, BK], [K, 1], copies=stages, hi=[hi_m, kr], out=ta)
             load_b(k, kr, tb)
-            b.matmul(ta, tb[1] if trans_b else tb, acc)
+            b.matmul(ta, tb[1], acc)
         if epilogue:
             tbias = b.dma_load(bias, col, [1, BN], [0, 1], copies=2, hi=[1, hi_n])
             b.cast(tbias, "f32", out=bias_f)
