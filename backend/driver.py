@@ -328,9 +328,13 @@ class MTIAUtils:
 
 def simulated_bench(fn: Callable, warmup: int = 0, rep: int = 0, grad_to_none: Any = None,
                     quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
-    """Benchmarker for the simulated chip: one run is exact, since simulated time is deterministic."""
+    """Benchmarker for the simulated chip: one run is exact, since simulated time is deterministic.
+    The run simulates in timing mode (same events, hence same cycles, as the functional mode;
+    float outputs not computed): what calls a benchmarker (triton.autotune, Inductor's
+    autotuning) keeps only the time and then launches the chosen config for its result."""
     start = DEVICE.clock_us
-    fn()
+    with sim_mode("timing"):
+        fn()
     ms = (DEVICE.clock_us - start) / 1e3
     if quantiles is not None:
         return [ms for _ in quantiles]

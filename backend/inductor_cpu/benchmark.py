@@ -7,7 +7,8 @@ not the chip's, so the choice would follow the host (and vary between runs) and 
 simulations per config. `install()` registers, through Inductor's own extension point
 (`torch._inductor.runtime.benchmarking.register_benchmarker`), a CPU benchmarker that makes one
 call and returns the simulated time of the launches it made (the driver's device clock):
-deterministic, and what the chip would measure. A call that launches nothing on the chip (a
+deterministic, and what the chip would measure; the call simulates in timing mode (the
+candidates' outputs are not used). A call that launches nothing on the chip (a
 C++ kernel of Inductor's own CPU backend) measures 0 and so ties.
 """
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any, Callable
 def simulated_benchmark(_benchmarker: Any, fn: Callable[[], Any], warmup: int = 0, rep: int = 0,
                         **_: Any) -> float:
     """Milliseconds of simulated chip time of one call of `fn` (warmup and rep do not apply:
-    simulated time does not vary from call to call)."""
-    from backend.driver import DEVICE
-    t0 = DEVICE.clock_us
-    fn()
-    return (DEVICE.clock_us - t0) / 1e3
+    simulated time does not vary from call to call), simulated as the driver's benchmarker
+    does (backend.driver.simulated_bench: timing mode, outputs not computed)."""
+    from backend.driver import simulated_bench
+    return simulated_bench(fn)
 
 
 def install() -> None:

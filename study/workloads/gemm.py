@@ -52,7 +52,7 @@ def _(a, b):
     return K.matmul(a, b)
 
 
-@matmul.impl("triton_ext", source=K.matmul_kernel)
+@matmul.impl("triton_ext", source=KX.matmul_kernel_mtia)
 def _(a, b):
     return KX.matmul(a, b)
 
