@@ -70,6 +70,29 @@ def flash_attn_mask_kernel(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, H, SQ, SK, sm_scal
              mask=offs_m[:, None] < SQ)
 
 
+@triton.jit
+def head_copy_kernel(x_ptr, y_ptr, H, S, sx0, sx1, sx2, sx3, D: tl.constexpr, BLOCK_S: tl.constexpr):
+    """y = x made contiguous, x [B, H, S, D] of any strides: a block of rows per program."""
+    bh = tl.program_id(0)
+    rows = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    d = tl.arange(0, D)
+    m = rows[:, None] < S
+    x = tl.load(x_ptr + (bh // H) * sx0 + (bh % H) * sx1 + rows[:, None] * sx2 + d[None, :] * sx3, mask=m)
+    tl.store(y_ptr + (bh * S + rows[:, None]) * D + d[None, :], x, mask=m)
+
+
+def _unit_last_stride(t: torch.Tensor) -> torch.Tensor:
+    """`t` if its head dim has unit stride (what the attention kernel walks), else a contiguous
+    copy made on the chip (a priced launch, never a host copy)."""
+    if t.stride(-1) == 1:
+        return t
+    B, H, S, D = t.shape
+    y = torch.empty((B, H, S, D), dtype=t.dtype)
+    BLOCK_S = min(64, triton.next_power_of_2(S))
+    head_copy_kernel[(B * H, triton.cdiv(S, BLOCK_S))](t, y, H, S, *t.stride(), D=D, BLOCK_S=BLOCK_S)
+    return y
+
+
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Shapes the kernel takes: [B, H, S, D] with one power-of-two head dim up to 128."""
     d = q.shape[-1]
@@ -84,8 +107,7 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Ten
     B, H, SQ, D = q.shape
     SK = k.shape[2]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
-    # the kernel walks the head dim with unit stride
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    q, k, v = (_unit_last_stride(t) for t in (q, k, v))
     o = torch.empty_like(q)
     # 128 query rows per program fit a PE's local memory with fp32 scores (kernels/attention.py)
     BLOCK_M = min(128, max(16, triton.next_power_of_2(SQ)))

@@ -247,3 +247,19 @@ def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_o
     torch.testing.assert_close(c2(x, y), fn2(x, y), rtol=1e-4, atol=1e-4)
     names = [k.name for k in rep2.kernels]
     assert len(names) == 2 and names[1].startswith("expert_gemm_8x") and not names[0].startswith("expert"), names
+
+
+def test_attention_copies_a_strided_head_dim_on_the_chip() -> None:
+    """A q whose head dim is not unit-stride is made contiguous by a simulated copy kernel (a
+    priced launch), not on the host, and the attention matches torch."""
+    from backend.driver import record_launches
+    from backend.inductor_cpu.attention import sdpa
+    g = torch.Generator().manual_seed(0)
+    qt = torch.randn(2, 3, 32, 40, generator=g)          # [B, H, D, S]: q's head dim has stride S
+    k, v = (torch.randn(2, 3, 40, 32, generator=g) for _ in range(2))
+    q = qt.transpose(-1, -2)
+    with record_launches() as recs:
+        got = sdpa(q, k, v)
+    assert [r.name for r in recs] == ["head_copy_kernel", "flash_attn_mask_kernel"]
+    torch.testing.assert_close(got, torch.nn.functional.scaled_dot_product_attention(q, k, v),
+                               rtol=1e-4, atol=1e-4)
