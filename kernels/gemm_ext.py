@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from kernels.gemm import matmul_kernel
+from kernels.gemm import matmul_autotuned, matmul_kernel
 
 TILES = ((32, 32), (32, 64), (64, 64), (128, 128), (128, 256), (256, 128))
 matmul_kernel_mtia = triton.autotune(
@@ -24,14 +24,4 @@ matmul_kernel_mtia = triton.autotune(
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    M, K = a.shape
-    K2, N = b.shape
-    assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-
-    def grid(meta: dict) -> tuple:
-        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-
-    matmul_kernel_mtia[grid](a, b, c, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                             c.stride(0), c.stride(1), HAS_BIAS=False, ACTIVATION="")
-    return c
+    return matmul_autotuned(a, b, matmul_kernel_mtia)

@@ -4,9 +4,9 @@ One persistent program per PE walks output tiles w, w + P, ... (row-block, colum
 batch); K is the inner loop with A and B tiles multi-buffered (the DMA of step k+1 overlaps the
 matmul of step k), the first K step multiplies into a broadcast [1,1] zero so no SIMD pass
 clears the accumulator, and the result tile is double-buffered so its store overlaps the next
-tile. The tile shape is chosen per problem from a cost estimate (DPE time vs per-PE SRAM
-share and PE-grid waves, from the timing model's figures in backend/sim/cost) among the configs
-that fit in local memory. Generalises tools/microbench.gemm_program (which needs divisible
+tile. The tile shape is tuned per problem on the chip: a cost estimate (DPE time vs per-PE
+SRAM share and PE-grid waves, from the timing model's figures in backend/sim/cost) ranks the
+configs, and the first few that fit in local memory are simulated (gemm_program). Generalises tools/microbench.gemm_program (which needs divisible
 shapes) to any M, N, K, batch.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import math
 import torch
 
 from backend.configs import load_chip
+from backend.program import TORCH_DTYPE
 from backend.sim.builder import LocalMemoryOverflow
 from backend.sim.cost import ENGINE_INDEX, ChipModel
 from baselines.expert.common import ProgramBuilder, current_chip
@@ -53,10 +54,10 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
     alone misses what the LPDDR does with short DMA runs: at 512 x 4096 x 4096 it ranks
     256 x 128 first, while 128 x 256 is 11% faster cold."""
     cm = ChipModel(load_chip(current_chip()))
+    k0 = _K_STEPS[in_dtype][0]
     if BM:
-        return _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, _K_STEPS[in_dtype][0], trans_b)
-    ranked = sorted(_CANDIDATES, key=lambda c: _estimate(cm, batch, M, N, K, c[0], c[1], _K_STEPS[in_dtype][0],
-                                                         in_dtype))
+        return _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, k0, trans_b)
+    ranked = sorted(_CANDIDATES, key=lambda c: _estimate(cm, batch, M, N, K, c[0], c[1], k0, in_dtype))
     progs = []
     for bm, bn in ranked[:TUNE_TOP]:
         for bk in _K_STEPS[in_dtype]:
@@ -65,16 +66,15 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
             except LocalMemoryOverflow:
                 pass
     if not progs:  # none of the first ranked fits: the first of the rest that does
-        return first_fit(lambda c: _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, c[0], c[1],
-                                        _K_STEPS[in_dtype][0], trans_b), ranked[TUNE_TOP:])
+        return first_fit(lambda c: _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, c[0], c[1], k0, trans_b),
+                         ranked[TUNE_TOP:])
     if len(progs) == 1:
         return progs[0]
-    times = [_time(p, batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b) for p in progs]
+    args = _placeholders(batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b)
+    times = [_time(p, args) for p in progs]
     best = min(range(len(progs)), key=lambda i: (times[i], i))  # ties: the better-ranked
-    progs[best].meta["tuned"] = {f"{p.meta['tile'][0]}x{p.meta['tile'][1]}x{p.meta['tile'][2]}": round(t)
-                                 for p, t in zip(progs, times)}
+    progs[best].meta["tuned"] = {"x".join(map(str, p.meta["tile"])): round(t) for p, t in zip(progs, times)}
     return progs[best]
-
 
 TUNE_TOP = 4                                     # tile shapes (by the estimate) timed on the chip
 _K_STEPS = {"f32": (32, 64), "bf16": (32, 64), "f16": (32, 64), "i8": (64, 128)}
@@ -93,18 +93,20 @@ def _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b):
     raise last
 
 
-def _time(prog, batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b) -> float:
+def _placeholders(batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b) -> list[torch.Tensor]:
+    """Uninitialised operands of the GEMM's shape: a GEMM's events do not depend on its data."""
+    a = torch.empty((batch, M, K), dtype=TORCH_DTYPE[in_dtype])
+    b = torch.empty((batch, N, K) if trans_b else (batch, K, N), dtype=TORCH_DTYPE[in_dtype])
+    c = torch.empty((batch, M, N), dtype=TORCH_DTYPE[out_dtype])
+    return [a, b, c] + ([torch.empty(N, dtype=TORCH_DTYPE[in_dtype])] if epilogue else [])
+
+
+def _time(prog, args: list[torch.Tensor]) -> float:
     """Geomean cycles of one launch of `prog` over the memory regimes (backend/regimes.py),
-    simulated in timing mode on placeholder operands (a GEMM's events do not depend on its
-    data), outside any launch record and the device clock."""
+    simulated in timing mode, outside any launch record and the device clock."""
     from backend.driver import price
     from backend.regimes import REGIMES
     from backend.sim.executor import execute
-    tdt = {v: k for k, v in DT.items()}
-    a = torch.empty((batch, M, K), dtype=tdt[in_dtype])
-    b = torch.empty((batch, N, K) if trans_b else (batch, K, N), dtype=tdt[in_dtype])
-    c = torch.empty((batch, M, N), dtype=tdt[out_dtype])
-    args = [a, b, c] + ([torch.empty(N, dtype=tdt[in_dtype])] if epilogue else [])
     traces = execute(prog, (prog.meta["grid"], 1, 1), args, mode="timing")
     chip = load_chip(current_chip())
     cycles = [price(prog, traces, chip, r).cycles for r in REGIMES]
