@@ -8,7 +8,8 @@ per PE, each planning its own share of the work.
   in [p, p + 1) * total / P (one load of the offsets, vector compares, two sums): every PE
   gets the same cost to within half an item.
 - Embedding bag (table-batched): each PE takes a contiguous range of bags of equal cost
-  (binary search over the offsets) and keeps three bags in flight (see the kernel).
+  (two-level count over the offsets), walks it a few bags (an item) at a time and keeps
+  three items in flight (see the kernel).
 """
 from __future__ import annotations
 
@@ -41,12 +42,21 @@ def jagged_sum_ext_kernel(values_ptr, offsets_ptr, out_ptr, B, D, ITEM_COST: tl.
     first = tl.sum((valid & (mid2 < 2 * pe * total)).to(tl.int32))
     last = tl.sum((valid & (mid2 < 2 * (pe + 1) * total)).to(tl.int32))
     offs_l = tl.arange(0, BLOCK_L)
+    # the bounds of the next item are loaded one item ahead: the loop bounds are scalars the
+    # control core waits for, and loaded in the item itself they would queue behind the
+    # previous item's row transfers (a DMA latency of idle engine per item)
+    nxt = tl.minimum(first, B * NCB - 1) // NCB
+    lo_n = tl.load(offsets_ptr + nxt)
+    hi_n = tl.load(offsets_ptr + nxt + 1)
     for it in range(first, last):
         b = it // NCB
         offs_d = (it % NCB) * BLOCK_D + tl.arange(0, BLOCK_D)
         dmask = offs_d < D
-        lo = tl.load(offsets_ptr + b)
-        hi = tl.load(offsets_ptr + b + 1)
+        lo = lo_n
+        hi = hi_n
+        nxt = tl.minimum(it + 1, B * NCB - 1) // NCB
+        lo_n = tl.load(offsets_ptr + nxt)
+        hi_n = tl.load(offsets_ptr + nxt + 1)
         acc = tl.zeros((BLOCK_D,), dtype=tl.float32)
         for i in range(lo, hi, BLOCK_L):
             rows = i + offs_l
@@ -78,57 +88,56 @@ def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, 
 
 
 @triton.jit
-def _item_bag(j, B, NCH, BC: tl.constexpr, EVEN_B: tl.constexpr):
-    """The first bag of item j (table j // NCH, chunk j % NCH of BC bags); j in [0, n_items],
-    item n_items starting at bag B * T."""
-    if EVEN_B:
-        bag = j * BC
-    else:
-        t = j // NCH  # (j = n_items: table T, chunk 0)
-        bag = t * B + (j - t * NCH) * BC
-    return bag
-
-
-@triton.jit
-def _cuts(offsets_ptr, pe, n_pe, n_items, B, NCH, BAG_COST: tl.constexpr, BC: tl.constexpr, EVEN_B: tl.constexpr,
-          S: tl.constexpr, K: tl.constexpr):
-    """The items [j0, j1) of PE pe: j0 is the first item whose start costs at least pe / n_pe
-    of the total (a bag costs its indices plus BAG_COST), counted in two levels, every S-th
-    item and then the S items of the window holding the cut. Both cuts side by side, every
-    load issued before the vector work on loaded data: the vector engines run in order, so
-    address work queued behind work that waits for a load would hold the next load back."""
+def _cuts(offsets_ptr, pe, n_pe, nb, S: tl.constexpr, K: tl.constexpr):
+    """The bags [g0, g1) of PE pe (bag g = t * B + b, over all tables): the bags whose middle
+    (offsets[g] + offsets[g + 1]) / 2 lies in [pe, pe + 1) / n_pe of the lookups (balanced by
+    rows gathered, not bags: a per-bag term in the cost measured slower; the empty bags at the
+    end go to the last PE), counted in two levels, every S-th bag start and then the S bags of
+    the window holding the cut. Both cuts side by side, every load issued before the vector
+    work on loaded data: the vector engines run in order, so address work queued behind work
+    that waits for a load would hold the next load back. Every PE gets the same lookups to
+    within half a bag at each end."""
     k = tl.arange(0, K) * S
-    ok = k <= n_items
-    bk = _item_bag(k, B, NCH, BC, EVEN_B)
-    nb = B * (n_items // NCH)
+    ok = k <= nb
     total = tl.load(offsets_ptr + nb + tl.zeros((1,), tl.int32))
-    v = tl.load(offsets_ptr + bk, mask=ok, other=0)
-    total = total + BAG_COST * nb
+    v = tl.load(offsets_ptr + k, mask=ok, other=0)
     lo_t = (total * pe + n_pe - 1) // n_pe
     hi_t = (total * (pe + 1) + n_pe - 1) // n_pe
-    v = v + BAG_COST * bk
     base0 = tl.maximum(tl.sum(((v < lo_t) & ok).to(tl.int32)) - 1, 0) * S
     base1 = tl.maximum(tl.sum(((v < hi_t) & ok).to(tl.int32)) - 1, 0) * S
     g0 = base0 + tl.arange(0, S)
     g1 = base1 + tl.arange(0, S)
-    b0 = _item_bag(g0, B, NCH, BC, EVEN_B)
-    b1 = _item_bag(g1, B, NCH, BC, EVEN_B)
-    w0 = tl.load(offsets_ptr + b0, mask=g0 <= n_items, other=0)
-    w1 = tl.load(offsets_ptr + b1, mask=g1 <= n_items, other=0)
-    j0 = base0 + tl.sum(((w0 + BAG_COST * b0 < lo_t) & (g0 <= n_items)).to(tl.int32))
-    j1 = base1 + tl.sum(((w1 + BAG_COST * b1 < hi_t) & (g1 <= n_items)).to(tl.int32))
-    return j0, j1
+    w0 = tl.load(offsets_ptr + g0, mask=g0 < nb, other=0)
+    w1 = tl.load(offsets_ptr + g1, mask=g1 < nb, other=0)
+    e0 = tl.load(offsets_ptr + g0 + 1, mask=g0 < nb, other=0)
+    e1 = tl.load(offsets_ptr + g1 + 1, mask=g1 < nb, other=0)
+    # bag g goes to the PE whose share holds its middle: 2 * n_pe * mid < 2 * pe * total
+    c0 = base0 + tl.sum((((w0 + e0) * n_pe < 2 * total * pe) & (g0 < nb)).to(tl.int32))
+    c1 = base1 + tl.sum((((w1 + e1) * n_pe < 2 * total * (pe + 1)) & (g1 < nb)).to(tl.int32))
+    # empty bags at the end start at the total: the last PE takes them
+    return c0, tl.where(pe == n_pe - 1, nb, c1)
 
 
 @triton.jit
-def _item(j, j0, j1, n_items, B, NCH, BC: tl.constexpr):
-    """Item j -> (table, first bag, bags). Items outside [j0, j1) have no bags; their address is
-    clamped to a real item so that nothing outside the tensors is named."""
+def _chunk(g, B, NCH, BC: tl.constexpr):
+    """The item (chunk of BC bags of one table, chunks numbered table-major) holding bag g."""
+    t = g // B
+    return t * NCH + (g - t * B) // BC
+
+
+@triton.jit
+def _item(j, j0, j1, g0, g1, n_items, B, NCH, BC: tl.constexpr):
+    """Item j -> (table, first bag, bags), clipped to the PE's bags [g0, g1). Items outside
+    [j0, j1) have no bags; their address is clamped to a real item so that nothing outside the
+    tensors is named."""
     jc = tl.maximum(tl.minimum(j, n_items - 1), 0)
     t = jc // NCH
     c = jc - t * NCH
-    nv = tl.where((j >= j0) & (j < j1), tl.minimum(B - c * BC, BC), 0)
-    return t, t * B + c * BC, nv
+    first = t * B + c * BC
+    lo = tl.maximum(first, g0)
+    hi = tl.minimum(first + tl.minimum(B - c * BC, BC), g1)
+    nv = tl.where((j >= j0) & (j < j1), tl.maximum(hi - lo, 0), 0)
+    return t, tl.where(nv > 0, lo, first), nv
 
 
 @triton.jit
@@ -211,13 +220,15 @@ def _finish(acc, length, out_ptr, t, lo, nv, B, D, stride_out, bags, brow, offs_
 @triton.jit
 def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offsets_ptr, out_ptr, B, T, D,
                              stride_out, MEAN: tl.constexpr, DOT: tl.constexpr, SPLIT: tl.constexpr,
-                             BAG_COST: tl.constexpr, S: tl.constexpr, K: tl.constexpr, BC: tl.constexpr,
+                             S: tl.constexpr, K: tl.constexpr, BC: tl.constexpr,
                              BM: tl.constexpr, LA: tl.constexpr, LB: tl.constexpr, BLOCK_D: tl.constexpr,
-                             BLOCK_T: tl.constexpr, EVEN_D: tl.constexpr, EVEN_B: tl.constexpr):
+                             BLOCK_T: tl.constexpr, EVEN_D: tl.constexpr):
     """Table-batched embedding bag on the PE grid, a few bags (an item) at a time.
 
     An item is BC consecutive bags of one table (bag = t * B + b). PE p pools a contiguous
-    range of items holding 1/P of the total cost (two-level count over the offsets, _cuts).
+    range of bags holding 1/P of the total cost (two-level count over the offsets, _cuts);
+    its first and last items are clipped to that range (cutting at items instead leaves the
+    busiest PE ~5% over the mean: half an item of rows at each end).
     Per item: its offsets (one DMA), its indices (one index-driven DMA, a run per bag, lanes
     up to the longest bag LA + LB), the row offsets, its rows (one index-driven DMA), the
     pooling and the store. Each step needs the previous one's data and the DMA engine runs its
@@ -232,7 +243,9 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
     n_pe = mtia.num_pes()
     NCH = tl.cdiv(B, BC)
     n_items = T * NCH
-    j0, j1 = _cuts(offsets_ptr, pe, n_pe, n_items, B, NCH, BAG_COST, BC, EVEN_B, S, K)
+    g0, g1 = _cuts(offsets_ptr, pe, n_pe, T * B, S, K)
+    j0 = _chunk(g0, B, NCH, BC)
+    j1 = tl.where(g1 > g0, _chunk(g1 - 1, B, NCH, BC) + 1, j0)
     # the table row offsets stay in local memory; an item's is picked by the MLU
     tables = tl.load(table_offsets_ptr + tl.arange(0, BLOCK_T), mask=tl.arange(0, BLOCK_T) < T, other=0)
     bags = tl.arange(0, BC)
@@ -252,9 +265,9 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
         sel_b = 0
     # prologue: the offsets of items j0 .. j0 + 2, the indices of j0 and j0 + 1, the row
     # offsets of j0
-    t0, lo0, nv0 = _item(j0, j0, j1, n_items, B, NCH, BC)
-    t1, lo1, nv1 = _item(j0 + 1, j0, j1, n_items, B, NCH, BC)
-    t2, lo2, nv2 = _item(j0 + 2, j0, j1, n_items, B, NCH, BC)
+    t0, lo0, nv0 = _item(j0, j0, j1, g0, g1, n_items, B, NCH, BC)
+    t1, lo1, nv1 = _item(j0 + 1, j0, j1, g0, g1, n_items, B, NCH, BC)
+    t2, lo2, nv2 = _item(j0 + 2, j0, j1, g0, g1, n_items, B, NCH, BC)
     st0, en0 = _bounds(offsets_ptr, lo0, nv0, bags)
     st1, en1 = _bounds(offsets_ptr, lo1, nv1, bags)
     st_nn, en_nn = _bounds(offsets_ptr, lo2, nv2, bags)
@@ -282,9 +295,9 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
             rows_b = _rows(weights_ptr, rowoff_cb, m_cb, offs_d, dmask, DOT, EVEN_D)
         else:
             rows_b = rows_a
-        _, lo3, nv3 = _item(j + 3, j0, j1, n_items, B, NCH, BC)
+        _, lo3, nv3 = _item(j + 3, j0, j1, g0, g1, n_items, B, NCH, BC)
         st3, en3 = _bounds(offsets_ptr, lo3, nv3, bags)
-        t2, _, _ = _item(j + 2, j0, j1, n_items, B, NCH, BC)
+        t2, _, _ = _item(j + 2, j0, j1, g0, g1, n_items, B, NCH, BC)
         len_nn = en_nn - st_nn
         idx_nna, m_nna = _indices(indices_ptr, st_nn, len_nn, lanes_a)
         ro_nn = tl.gather(tables, tl.zeros((1,), tl.int32) + t2, 0)
@@ -294,7 +307,7 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
             rowoff_nb, m_fb = _row_offsets(idx_nb, ro_n, m_nb, D, BC, LB, DOT)
         else:
             idx_nnb, m_nnb, rowoff_nb, m_fb = idx_nna, m_nna, rowoff_na, m_fa
-        tp, lop, nvp = _item(j - 1, j0, j1, n_items, B, NCH, BC)
+        tp, lop, nvp = _item(j - 1, j0, j1, g0, g1, n_items, B, NCH, BC)
         _finish(acc_p, len_p, out_ptr, tp, lop, nvp, B, D, stride_out, bags, brow, offs_d, dmask, MEAN, DOT)
         acc_p = _pool(rows_a, rows_b, sel_a, sel_b, DOT, SPLIT, not MEAN)
         len_p = len_c
@@ -311,7 +324,7 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
         ro_n = ro_nn
         st_nn = st3
         en_nn = en3
-    tp, lop, nvp = _item(j1 - 1, j0, j1, n_items, B, NCH, BC)
+    tp, lop, nvp = _item(j1 - 1, j0, j1, g0, g1, n_items, B, NCH, BC)
     _finish(acc_p, len_p, out_ptr, tp, lop, nvp, B, D, stride_out, bags, brow, offs_d, dmask, MEAN, DOT)
 
 
@@ -344,13 +357,12 @@ def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: t
     bc = min(1 << (bc.bit_length() - 1), triton.next_power_of_2(B))
     if dot:
         bc = max(bc, 16 // min(la, lb or la))  # a selector needs >= 16 lanes for the DPE
-    n_items = num_tables * triton.cdiv(B, bc)
-    S = triton.next_power_of_2(max(8, int((n_items + 1) ** 0.5)))
-    K = triton.next_power_of_2(triton.cdiv(n_items + 1, S))
-    embedding_bag_ext_kernel[(min(_num_pes(), n_items),)](
+    S = triton.next_power_of_2(max(8, int((nb + 1) ** 0.5)))
+    K = triton.next_power_of_2(triton.cdiv(nb + 1, S))
+    embedding_bag_ext_kernel[(min(_num_pes(), nb),)](
         weights, table_offsets, indices, offsets, out, B, num_tables, D, out.stride(0), MEAN=(mode == "mean"),
-        DOT=dot, SPLIT=lb > 0, BAG_COST=2, S=S, K=K, BC=bc, BM=max(16, bc) if dot else bc, LA=la, LB=max(lb, 1),
-        BLOCK_D=BLOCK_D, BLOCK_T=triton.next_power_of_2(num_tables), EVEN_D=BLOCK_D == D, EVEN_B=B % bc == 0,
+        DOT=dot, SPLIT=lb > 0, S=S, K=K, BC=bc, BM=max(16, bc) if dot else bc, LA=la, LB=max(lb, 1),
+        BLOCK_D=BLOCK_D, BLOCK_T=triton.next_power_of_2(num_tables), EVEN_D=BLOCK_D == D,
         num_stages=2 if dot else 3)
     return out
 

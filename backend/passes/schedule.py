@@ -170,10 +170,13 @@ def _estimate(body: list[Op], producer: dict, costs: _Costs, ready: dict) -> tup
                 deps.append(last_effect)
             loads_since.append(o)
         s = max([finish[id(d)] for d in deps] + [ready[v] for v in reads(o) if v in ready], default=0.0)
-        if is_load and not o.regions:
-            # one DMA engine: loads run one after another, in source order
+        if is_load:
+            # one DMA engine: loads run one after another, in source order. A nested loop
+            # that loads starts after the loads written before it: a prefetch of the next
+            # item's bounds is not ordered after the loop, to wait behind all its transfers
             s = max(s, dma_free)
-            dma_free = s + costs.of(o)
+            if not o.regions:
+                dma_free = s + costs.of(o)
         start[id(o)] = s
         # a stride view of a value from outside the body (a carried or loop-invariant tile)
         # moves nothing: what reads it (a load's row offsets) can be issued first

@@ -191,3 +191,42 @@ def test_work_on_a_carried_reduction_is_ordered_after_the_loads():
     at = {key: next(i for i, ln in enumerate(body) if key in ln)
           for key in ("mtia.gather", "mtia.dma_load", "arith.mulf", "tt.reduce")}
     assert at["mtia.gather"] < at["mtia.dma_load"] < at["arith.mulf"], body
+
+
+@triton.jit
+def _segments_prefetched(x_ptr, off_ptr, out_ptr, n, D: tl.constexpr, BL: tl.constexpr):
+    """Sum of each segment x[off[i]:off[i+1]], the next segment's bounds loaded one segment
+    ahead (the loop bounds are scalars the control core waits for)."""
+    cols = tl.arange(0, D)
+    lo_n = tl.load(off_ptr)
+    hi_n = tl.load(off_ptr + 1)
+    for i in range(0, n):
+        lo = lo_n
+        hi = hi_n
+        nxt = tl.minimum(i + 1, n - 1)
+        lo_n = tl.load(off_ptr + nxt)
+        hi_n = tl.load(off_ptr + nxt + 1)
+        acc = tl.zeros((D,), dtype=tl.float32)
+        for r in range(lo, hi, BL):
+            rows = r + tl.arange(0, BL)
+            acc += tl.sum(tl.load(x_ptr + rows[:, None] * D + cols[None, :], mask=rows[:, None] < hi, other=0.0), 0)
+        tl.store(out_ptr + i * D + cols, acc)
+
+
+def test_a_prefetch_written_before_a_loading_loop_is_issued_before_it():
+    """passes/schedule.py: loads keep their source order with a nested loop that loads. Both
+    bound loads of the next segment are issued before this segment's row loop; ordered after it
+    (the loop's start estimate ignored its transfers), the second would queue behind every row
+    transfer and the next segment's first row load would wait a DMA latency for it."""
+    torch.manual_seed(0)
+    D = 32
+    lengths = [70, 3, 129, 64, 1, 90]
+    off = torch.tensor([0] + lengths).cumsum(0)
+    x = torch.randn(int(off[-1]), D)
+    out = torch.empty(len(lengths), D)
+    kern = _segments_prefetched[(1,)](x, off, out, len(lengths), D=D, BL=32)
+    want = torch.stack([x[int(a):int(b)].sum(0) for a, b in zip(off[:-1], off[1:])])
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    outer = kern.asm["tile"].split("scf.for", 1)[1]
+    head = outer.split("scf.for", 1)[0]
+    assert head.count("mtia.dma_load") + head.count("tt.load") == 2, head

@@ -79,3 +79,15 @@ def test_embedding_bag_ext_many_bags_per_pe() -> None:
     inputs = _tbe(lengths, tables=2, rows=40, dim=16, dtype=torch.float32)
     got = KX.embedding_bag(**inputs, mode="sum")
     assert_close(got, _reference(**inputs, mode="sum").float(), "embedding bag, 1400 bags")
+
+
+def test_embedding_bag_ext_trailing_empty_bags() -> None:
+    """Bags are split by lookups: the empty bags after the last lookup (which start at the
+    total) and a batch of only empty bags are still pooled (zeros), not left unwritten."""
+    lengths = [5, 3, 9, 1] + [0] * 70 + [4, 2] + [0] * 60
+    inputs = _tbe(lengths, tables=2, rows=30, dim=16, dtype=torch.float32)
+    got = KX.embedding_bag(**inputs, mode="mean")
+    assert_close(got, _reference(**inputs, mode="mean").float(), "embedding bag, trailing empty bags")
+    inputs = _tbe([0] * 200, tables=2, rows=30, dim=16, dtype=torch.float32)
+    got = KX.embedding_bag(**inputs, mode="sum")
+    assert torch.equal(got, torch.zeros_like(got))
