@@ -99,8 +99,8 @@ for ax, regime in zip(axes[0], regimes):
         n_wl = d.workload.nunique()
         # an extension covers a few workloads: its geomean is set beside plain Triton's on the same ones
         same = sp[(sp.regime == regime) & (sp.impl == "triton") & sp.workload.isin(set(d.workload))]
-        vs = "" if impl == "triton" else f"\n  (plain Triton on them: {geomean(same.speedup):.2f}x)"
-        ax.text(0.02, 0.995 - 0.05 * impls.index(impl), f"{impl}: geomean {gm:.2f}x, {len(d)} kernels, "
+        vs = "" if impl == "triton" else f"\n  (plain Triton on them: {geomean(same.speedup):.3f}x)"
+        ax.text(0.02, 0.995 - 0.05 * impls.index(impl), f"{impl}: geomean {gm:.3f}x, {len(d)} kernels, "
                 f"{n_wl} workloads{vs}", transform=ax.transAxes, va="top", fontsize=7, color=PALETTE[impl],
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
     ax.axvline(1.0, color="black", lw=1)
