@@ -7,8 +7,8 @@ per PE, each planning its own share of the work.
   an item costs its rows plus ITEM_COST, and PE p takes the items whose cost midpoint lies
   in [p, p + 1) * total / P (one load of the offsets, vector compares, two sums): every PE
   gets the same cost to within half an item.
-- Embedding bag (table-batched): each PE takes a contiguous range of bags of equal cost
-  (two-level count over the offsets), walks it a few bags (an item) at a time and keeps
+- Embedding bag (table-batched): each PE takes a contiguous range of bags holding an equal
+  share of the lookups (two-level count over the offsets), walks it a few bags (an item) at a time and keeps
   three items in flight (see the kernel).
 """
 from __future__ import annotations
@@ -226,7 +226,7 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
     """Table-batched embedding bag on the PE grid, a few bags (an item) at a time.
 
     An item is BC consecutive bags of one table (bag = t * B + b). PE p pools a contiguous
-    range of bags holding 1/P of the total cost (two-level count over the offsets, _cuts);
+    range of bags holding 1/P of the lookups (two-level count over the offsets, _cuts);
     its first and last items are clipped to that range (cutting at items instead leaves the
     busiest PE ~5% over the mean: half an item of rows at each end).
     Per item: its offsets (one DMA), its indices (one index-driven DMA, a run per bag, lanes
