@@ -51,8 +51,10 @@ Chip level:
     it in local memory, unless the launch writes that tensor (a timing-only credit: nothing in
     the program keeps the tile, so it is an assumption the sensitivity suite varies).
 
-Programs that ran in lockstep (executor.ProgramTrace.group: the same events and cost inputs)
-are scheduled once per PE state: a PE that starts one at the same time, after the same programs,
+Programs that ran in lockstep (executor.ProgramTrace.group: the same events and cost inputs),
+and programs executed one by one whose signatures are equal (the same instructions with the
+same cost inputs, DMA byte addresses aside, which no cost rule reads: the functional mode's
+programs of a regular grid), are scheduled once per PE state (`MTIA_SIM_PRICE_MEMO=0`: never): a PE that starts one at the same time, after the same programs,
 as a PE that already did, takes that schedule (the same arithmetic on the same inputs, so the
 same bits; its engine busy terms are added again in order). Only the first reads of each tensor
 need each lane's addresses, which the group keeps (backend/sim/cost/levels.py).
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -141,8 +144,11 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # inputs; on PEs in the same state (the same start, the same programs before it: `history`)
     # they schedule the same, so the first one's schedule stands for the rest (bit for bit: the
     # same arithmetic on the same inputs, the engine busy sums replayed in the same order)
-    memo: dict | None = {} if spans is None and any(getattr(t, "group", None) is not None for t in traces) \
-        else None
+    # programs executed one by one (functional mode, or lanes lockstep gave up on) get the same
+    # treatment from their signature: equal signatures, equal events and cost inputs but for
+    # the DMA byte addresses, which no cost rule reads (levels.py already counted them)
+    memo: dict | None = {} if spans is None and memo_enabled() else None
+    sig_of = _signatures(traces) if memo is not None else None
     history = [0] * m.n_pe  # per PE: an id of the programs it ran (0: none); equal ids, equal states
     states: dict = {}
     for i, t in enumerate(traces):
@@ -153,6 +159,8 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
         key = None
         if memo is not None:
             group = getattr(t, "group", None)
+            if group is None:
+                group = sig_of[i]
             key = (history[pe], group, start, pe_programs[pe] > 0) if group is not None else None
             hit = memo.get(key) if key is not None else None
             history[pe] = states.setdefault(key, len(states) + 1) if key is not None else -1 - i
@@ -231,6 +239,49 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINES, busy)}, nbytes, flops,
                         detail, flops / secs if secs else 0.0,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+def memo_enabled() -> bool:
+    """`MTIA_SIM_PRICE_MEMO=0` schedules every program of a launch (the reference the memo is
+    tested against)."""
+    return os.environ.get("MTIA_SIM_PRICE_MEMO", "1") != "0"
+
+
+def _signatures(traces: list) -> list:
+    """Per trace: None for a lockstep lane (its group stands for it), else a key shared by the
+    traces whose events are the same instructions with the same cost inputs, DMA byte addresses
+    aside; None for a program no other shares this way, or one with a cost input that is not a
+    dict of hashable values (scheduled on its own)."""
+    ids: dict = {}
+    out: list = []
+    for t in traces:
+        if getattr(t, "group", None) is not None:
+            out.append(None)
+            continue
+        sig: list | None = []
+        add = sig.append
+        for ins, c in t.events:
+            add(id(ins))  # the program's instructions live as long as the launch
+            if c is None:
+                continue
+            if type(c) is not dict:
+                sig = None
+                break
+            if "addr" in c:
+                c = c.copy()
+                del c["addr"]
+            add(tuple(c.items()))
+        try:
+            out.append(None if sig is None else ids.setdefault(tuple(sig), len(ids)))
+        except TypeError:
+            out.append(None)
+    # a signature no other program shares is scheduled directly (recording its schedule for
+    # reuse would only cost time and memory)
+    count = [0] * len(ids)
+    for k in out:
+        if k is not None:
+            count[k] += 1
+    return [("sig", k) if k is not None and count[k] > 1 else None for k in out]
 
 
 class _Sum:

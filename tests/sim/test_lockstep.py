@@ -2,9 +2,10 @@
 
 Lockstep (backend/sim/lockstep.py) runs the programs of a launch together; the timing model
 then schedules the programs of one lockstep group once per PE state (timing.price_launch).
-Each kernel here is launched in the functional mode, in timing mode program by program
-(MTIA_SIM_LOCKSTEP=0) and in timing mode with lockstep: cycles, engine busy cycles, bytes and
-the memory detail must agree. The kernels cover what makes lanes disagree: edge tiles (box
+Each kernel here is launched in timing mode program by program with every program scheduled
+(MTIA_SIM_LOCKSTEP=0, MTIA_SIM_PRICE_MEMO=0), in the functional mode with and without the
+memo that schedules programs of equal signature once, and in timing mode with lockstep:
+cycles, engine busy cycles, bytes and the memory detail must agree. The kernels cover what makes lanes disagree: edge tiles (box
 bounds), masks, causal loops (trip counts), persistent programs with padding tiles, and a
 data-dependent kernel that lockstep must hand back to the per-program executor.
 """
@@ -19,15 +20,17 @@ import torch
 
 import backend.driver as drv
 from backend.sim import lockstep
-from backend.sim.timing import _replay
+from backend.sim.timing import _replay, _signatures
 
 
 @contextlib.contextmanager
-def _mode(mode: str, lockstep_on: bool | str, monkeypatch):
+def _mode(mode: str, lockstep_on: bool | str, monkeypatch, memo: bool = True):
     old = drv.DEVICE.mode
     drv.DEVICE.mode = mode
     # "debug": an instruction lockstep gives up on raises instead of falling back quietly
     monkeypatch.setenv("MTIA_SIM_LOCKSTEP", {True: "debug", False: "0"}.get(lockstep_on, lockstep_on))
+    # memo=False: the timing model schedules every program (no schedule reused between programs)
+    monkeypatch.setenv("MTIA_SIM_PRICE_MEMO", "1" if memo else "0")
     try:
         yield
     finally:
@@ -86,8 +89,8 @@ CASES = {"triton_gemm_edges": (_gemm, True), "expert_gemm_padding": (_expert_gem
          "add_partial_block": (_add, True), "embedding_bag_data_dependent": (_embedding_bag, False)}
 
 
-def _run(call, mode, lockstep_on, monkeypatch):
-    with _mode(mode, lockstep_on, monkeypatch), drv.keep_traces(), drv.record_launches() as recs:
+def _run(call, mode, lockstep_on, monkeypatch, memo=True):
+    with _mode(mode, lockstep_on, monkeypatch, memo), drv.keep_traces(), drv.record_launches() as recs:
         call()
     return recs
 
@@ -103,12 +106,20 @@ def test_lockstep_cycles_equal_per_program_and_functional(name, monkeypatch):
     make, grouped = CASES[name]
     call = make()
     call()  # compile outside the comparison
-    functional = _run(call, "functional", False, monkeypatch)
-    alone = _run(call, "timing", False, monkeypatch)
+    # the reference: every program executed and scheduled on its own
+    alone = _run(call, "timing", False, monkeypatch, memo=False)
+    functional = _run(call, "functional", False, monkeypatch, memo=False)
+    # the functional mode's programs scheduled once per signature (timing.price_launch)
+    functional_memo = _run(call, "functional", False, monkeypatch)
     together = _run(call, "timing", True if grouped else "1", monkeypatch)
-    assert [_summary(r) for r in together] == [_summary(r) for r in alone] == [_summary(r) for r in functional]
+    assert [_summary(r) for r in together] == [_summary(r) for r in alone] == [_summary(r) for r in functional] \
+        == [_summary(r) for r in functional_memo]
     groups = {id(t.group) for r in together for t in r.traces if t.group is not None}
     assert bool(groups) == grouped
+    # the functional mode's memo has something to reuse: programs that share a signature
+    sigs = [s for r in functional_memo for s in _signatures(r.traces)]
+    shared = [s for s in sigs if s is not None]
+    assert shared and len(set(shared)) < len(shared)
     if not grouped:
         return
     # the memoised schedule equals scheduling every program (trace=True schedules each one)
