@@ -103,6 +103,7 @@ def _worker(conn: Connection, inherited: list[Connection], fn: Callable[[Any], A
 class _Slot:
     def __init__(self, ctx: Any, fn: Callable, initializer: Callable | None, initargs: tuple, fresh: bool,
                  others: list[Connection]):
+        self.initargs = initargs
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker, args=(child, others, fn, initializer, initargs, fresh))
         self.proc.start()
@@ -126,9 +127,15 @@ class _Slot:
 def run_pool(fn: Callable[[Any], Any], tasks: Iterable[Any], workers: int, *,
              initializer: Callable[..., Any] | None = None, initargs: tuple = (), timeout: float | None = None,
              budget_s: float | None = None, fresh: bool = False, stop_on_death: bool = False,
-             poll_s: float = 0.2) -> Iterator[Done]:
+             poll_s: float = 0.2, initargs_for: Callable[[Any], tuple] | None = None) -> Iterator[Done]:
     """Run fn(task) for every task in at most `workers` forked processes; yield a Done per task,
-    in the order they finish. Closing the generator kills the workers."""
+    in the order they finish. Closing the generator kills the workers.
+
+    `initargs_for(task)`: the initializer's arguments a task needs (instead of `initargs`, one
+    set for every worker). A worker only takes tasks of the arguments it was started with: an
+    idle worker takes the first pending task of its arguments, else it is stopped and a worker
+    with the next task's arguments takes its place. So tasks of several configurations share
+    the workers, and no worker idles while one configuration's last long task runs."""
     pending = deque(tasks)
     if not pending:
         return
@@ -138,10 +145,26 @@ def run_pool(fn: Callable[[Any], Any], tasks: Iterable[Any], workers: int, *,
     busy: dict[Connection, tuple[_Slot, Any, float]] = {}
     t_start = time.perf_counter()
     stopping = False
+    args_of: Callable[[Any], tuple] = initargs_for or (lambda _task: initargs)
 
-    def spawn() -> _Slot:
+    def spawn(args: tuple) -> _Slot:
         others = [s.conn for s in idle] + list(busy)
-        return _Slot(ctx, fn, initializer, initargs, fresh, others)
+        return _Slot(ctx, fn, initializer, args, fresh, others)
+
+    def take() -> tuple[_Slot, Any]:
+        """An idle worker and a pending task it can run (a new worker when none can)."""
+        if initargs_for is None:
+            return (idle.pop() if idle else spawn(initargs)), pending.popleft()
+        for i, slot in enumerate(idle):
+            for j, task in enumerate(pending):
+                if args_of(task) == slot.initargs:
+                    del idle[i]
+                    del pending[j]
+                    return slot, task
+        task = pending.popleft()
+        if idle:
+            idle.pop().stop()  # its configuration has no task left
+        return spawn(args_of(task)), task
 
     try:
         while pending or busy:
@@ -151,8 +174,7 @@ def run_pool(fn: Callable[[Any], Any], tasks: Iterable[Any], workers: int, *,
                     yield Done(pending.popleft(), error=NotStarted(why))
                 continue
             while pending and len(busy) < n:
-                slot = idle.pop() if idle else spawn()
-                task = pending.popleft()
+                slot, task = take()
                 busy[slot.conn] = (slot, task, time.perf_counter())
                 try:
                     slot.conn.send(task)

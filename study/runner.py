@@ -220,10 +220,13 @@ def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, An
         yield j, run_job(j, base)  # an exception propagates: workers=0 is for debugging
 
 
-def _pool_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
+def _pool_engine(jobs: list[Job], base: dict[str, Any], n: int,
                  shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
-    for done in run_pool(functools.partial(run_job, base=base), group, n, initializer=_init_worker,
-                         initargs=(chip, options, shipped), stop_on_death=True):
+    """Every job in one pool of forked workers, each started for one (chip, options): a worker
+    whose configuration has no job left is replaced by one for the next job's, so the
+    configurations share the workers (no worker waits for another configuration's last job)."""
+    for done in run_pool(functools.partial(run_job, base=base), jobs, n, initializer=_init_worker,
+                         initargs_for=lambda j: (j.chip, j.options, shipped), stop_on_death=True):
         if not isinstance(done.error, NotStarted):  # never started after a worker died: not run
             yield done.task, done.value if done.error is None else done.error
 
@@ -406,13 +409,19 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
                       + (f" ({job.regime})" if job.regime != DEFAULT_REGIME else ""))
 
     shipped = workloads if pass_workloads else None
+    if n and engine == "pool" and groups:
+        # one pool for every (chip, options): its workers move between configurations
+        batches = [(("", ""), [j for group in groups.values() for j in group])]
+    else:
+        batches = list(groups.items())
     with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext():
-        for (chip, options), group in groups.items():
+        for (chip, options), group in batches:
             if n == 0:
                 outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
+            elif engine == "ray":
+                outcomes = _ray_engine(chip, options, group, base, n, shipped)
             else:
-                run = _ray_engine if engine == "ray" else _pool_engine
-                outcomes = run(chip, options, group, base, n, shipped)
+                outcomes = _pool_engine(group, base, n, shipped)
             finished = 0
             with contextlib.closing(outcomes):
                 for j, out in outcomes:
@@ -427,7 +436,8 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
                         except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
                             summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
             if finished < len(group):
-                summary.errors.append(f"{len(group) - finished} jobs on {chip} [{options}] not run after a worker "
+                where = f" on {chip} [{options}]" if chip else ""
+                summary.errors.append(f"{len(group) - finished} jobs{where} not run after a worker "
                                       "died; run again to resume")
     summary.wall_s = time.perf_counter() - t0
     return summary

@@ -79,3 +79,18 @@ def test_a_failing_initializer_is_a_dead_worker():
 def test_a_spent_budget_starts_nothing_more():
     done = list(run_pool(lambda x: x, range(3), 2, budget_s=0.0))
     assert [type(d.error) for d in done] == [NotStarted] * 3 and "budget" in str(done[0].error)
+
+
+def test_tasks_of_several_configurations_share_the_workers():
+    # each task runs in a worker initialised with its own configuration's arguments, and the
+    # second configuration's tasks run while the first one's long task still runs
+    tasks = [("a", 2.0), ("a", 0.0), ("b", 0.0), ("b", 0.0), ("a", 0.0)]
+    done = list(run_pool(lambda t: (time.sleep(t[1]), _STATE.get("tag"), os.getpid())[1:], tasks, 2,
+                         initializer=_init, initargs_for=lambda t: (t[0],)))
+    assert all(d.error is None for d in done) and len(done) == len(tasks)
+    assert all(d.value[0] == d.task[0] for d in done)  # the tag the worker was started with
+    order = [d.task for d in done]
+    assert order[-1] == ("a", 2.0)  # everything else finished while the long task ran
+    # one worker of each configuration ran several tasks: workers are reused, not forked per task
+    pids = [d.value[1] for d in done if d.task[1] == 0.0]
+    assert len(set(pids)) < len(pids)
