@@ -151,6 +151,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     sig_of = _signatures(traces) if memo is not None else None
     history = [0] * m.n_pe  # per PE: an id of the programs it ran (0: none); equal ids, equal states
     states: dict = {}
+    # a launch whose PEs rarely meet the same state (programs of many lengths under dynamic
+    # dispatch) stops recording schedules once they are seldom reused: recording costs time
+    recorded = reused = 0
     for i, t in enumerate(traces):
         pe = heapq.heappop(heap)[1] if dynamic else i % m.n_pe
         slots = slots_of[pe]
@@ -165,6 +168,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
             hit = memo.get(key) if key is not None else None
             history[pe] = states.setdefault(key, len(states) + 1) if key is not None else -1 - i
             if hit is not None:
+                reused += 1
                 end, issue_end, local, seqs, slots_of[pe], memory[pe] = hit
                 _replay(busy, acc, seqs, local)
                 pe_time[pe] = max(pe_time[pe], end)
@@ -206,6 +210,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
             seqs = [np.array(x.terms) if len(x.terms) > 16 else x.terms for x in rec]
             memo[key] = (end, issue_end, local, seqs, slots, mem_out)
             _replay(busy, acc, seqs, local)
+            recorded += 1
+            if recorded >= MEMO_TRIAL and reused * 4 < recorded:
+                memo = None
         if spans is not None:
             spans.append((pe, "PROGRAM", start, end, f"program {tuple(t.pid)}"))
         pe_time[pe] = max(pe_time[pe], end)
@@ -239,6 +246,9 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     return LaunchTiming(cycles, time_us, {e: int(round(b)) for e, b in zip(ENGINES, busy)}, nbytes, flops,
                         detail, flops / secs if secs else 0.0,
                         {k: v / secs for k, v in nbytes.items()} if secs else {}, spans, m.name)
+
+
+MEMO_TRIAL = 512  # schedules recorded before the memo checks that it is reused (1 in 4 at least)
 
 
 def memo_enabled() -> bool:

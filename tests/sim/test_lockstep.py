@@ -171,3 +171,15 @@ def test_vector_integer_semantics_match_the_isa():
                 got = lockstep._wrap(lockstep._INT[fn](a, b), lockstep.INT_BITS[dtype])
             want = [int(_py_binary(fn, int(x), int(y), dtype)) for x, y in zip(a, b)]
             assert got.tolist() == want, (fn, dtype)
+
+
+def test_a_memo_seldom_reused_stops_and_keeps_the_cycles(monkeypatch):
+    # bags of many lengths under dynamic dispatch: PEs seldom meet the same state, so the memo
+    # stops recording after its trial (made short here); the cycles are the memo-free ones
+    from backend.sim import timing
+    call = _embedding_bag()
+    call()
+    alone = _run(call, "functional", False, monkeypatch, memo=False)
+    monkeypatch.setattr(timing, "MEMO_TRIAL", 4)
+    stopped = _run(call, "functional", False, monkeypatch)
+    assert [_summary(r) for r in stopped] == [_summary(r) for r in alone]
