@@ -136,6 +136,9 @@ class GemmToChip(CustomGraphPass):
     """mm / bmm / addmm (beta = alpha = 1) on CPU tensors -> mtia_sim.gemm (+ bias add)."""
 
     def __call__(self, graph: torch.fx.Graph) -> None:
+        if options.enabled("small_bucketize"):
+            from backend.inductor_cpu import bucketize
+            bucketize.rewrite(graph)
         if options.enabled("extern_sdpa"):
             _sdpa_to_chip(graph)
         if options.enabled("extern_embedding_bag") and registered("embedding_bag"):
@@ -182,7 +185,7 @@ class GemmToChip(CustomGraphPass):
         graph.lint()
 
     def uuid(self) -> Any:
-        return ("mtia_sim.GemmToChip", 4, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
+        return ("mtia_sim.GemmToChip", 5, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
 
 
 def _sdpa_to_chip(graph: torch.fx.Graph) -> None:

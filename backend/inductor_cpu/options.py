@@ -19,6 +19,10 @@ Each enhancement can be turned off alone, to measure what it buys:
   select per element) instead of materialised by a ConcatKernel, which Inductor always picks on
   a `cpu` device (cat.py; MX4 dequantisation's stack of two nibbles otherwise writes an
   intermediate with stores of stride 2).
+- `small_bucketize`: bucketize against at most 64 sorted integer boundaries (the segment of
+  each position: the table of each index of a table-batched embedding bag) is computed as a
+  compare-and-count reduction instead of Inductor's binary search, whose every step is a
+  one-element-per-run gather (bucketize.py).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
@@ -36,7 +40,8 @@ import os
 from typing import Any
 
 DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "nd_tiling": True,
-                             "pointwise_blocks": True, "pointwise_cat": True, "extern_gemm": True, "extern_sdpa": True,
+                             "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
+                             "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True}
 _ACTIVE: dict[str, bool] = {}
 

@@ -263,3 +263,25 @@ def test_attention_copies_a_strided_head_dim_on_the_chip() -> None:
     assert [r.name for r in recs] == ["head_copy_kernel", "flash_attn_mask_kernel"]
     torch.testing.assert_close(got, torch.nn.functional.scaled_dot_product_attention(q, k, v),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_bucketize_against_a_few_boundaries_is_a_compare_and_count_not_a_search() -> None:
+    # the table of each index of a table-batched embedding bag: Inductor's binary search loads
+    # boundaries[mid] per element per step (one-element gathers); `small_bucketize` counts the
+    # boundaries at or below each position instead: same integers, a fraction of the DMA time
+    from study.compile_mtia import compile_for_mtia
+    pos = torch.arange(3000)
+    # sorted, with duplicates, below and above every position
+    starts = torch.tensor([0, 0, 17, 400, 400, 401, 1999, 2500, 4000])
+    for right in (True, False):
+        fn = (lambda p, b: torch.bucketize(p, b, right=True)) if right else \
+            (lambda p, b: torch.bucketize(p, b, out_int32=True))
+        reps = {}
+        for on in (False, True):
+            torch._dynamo.reset()
+            c, reps[on] = compile_for_mtia(fn, pos, starts, small_bucketize=on)
+            got, want = c(pos, starts), fn(pos, starts)
+            assert got.dtype == want.dtype and torch.equal(got, want)
+        busy = {on: sum(k.engine_busy.get("DMA_IN", 0) for k in reps[on].kernels) for on in reps}
+        assert busy[True] < busy[False] / 4, busy
+        assert reps[True].chip_time_us < reps[False].chip_time_us, (reps[True].chip_time_us, reps[False].chip_time_us)
