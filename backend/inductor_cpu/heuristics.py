@@ -9,6 +9,11 @@ reduction threshold (rows of up to 1024 elements) is a GPU register budget. On t
   mtia2i), so a row of up to local memory / (4 bytes x LIVE_TILES) elements is reduced
   persistently: one read of the input instead of one per reduction loop (softmax reads its row
   three times when looped).
+- `reduction_rows`: a persistent reduction's program takes as many whole rows as fit the same
+  local-memory budget (at least one program per PE) instead of Inductor's one row per program
+  for rows over 1024 elements: the row-invariant operands (LayerNorm's weight and bias) are
+  loaded once per program, not once per row (`persistent_rows()`, a fixed config through
+  InductorChoices.triton_kernel_kwargs).
 - `split_reductions`: an inner reduction with fewer outputs than PEs is split in two phases so the
   first phase spreads over the 64 PEs, instead of leaving the work to one or a few programs
   (a full sum is otherwise a grid of one).
@@ -33,6 +38,10 @@ from backend.inductor_cpu import options
 # f32 tiles of one row alive at once in a persistent reduction's program (input, its upcast,
 # exponent, output, and num_stages copies of the input): a row must fit that many times
 LIVE_TILES = 8
+# Inductor's persistent-reduction candidates: XBLOCK in (1, 8, 32, 128) with XBLOCK x row at
+# most 4096 elements (torch/_inductor/runtime/triton_heuristics.py)
+INDUCTOR_MIN_XBLOCK = 8
+INDUCTOR_PERSISTENT_NUMEL = 4096
 # a split's chunk must amortise a program's start and its partial-result store
 MIN_SPLIT_CHUNK = 2048
 
@@ -129,6 +138,34 @@ def transposed_access(features: Any) -> bool:
     return False
 
 
+def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
+    """XBLOCK and R0_BLOCK of an inner persistent reduction over one x dimension: as many whole
+    rows per program as fit the persistent row budget (`persistent_row_limit` elements) while
+    every PE keeps a program, for rows too long for Inductor's candidates to hold more than one
+    (over 512 elements); None: Inductor's own (autotuned) choice. At the study's 4096-wide rows
+    Inductor runs one row per program, and the weight and bias are loaded once per row."""
+    from torch._inductor.runtime.hints import ReductionHint
+    if not (options.enabled("reduction_rows") and options.enabled("persistent_reductions") and _on_chip_graph()
+            and features.get_reduction_hint() == ReductionHint.INNER):
+        return None
+    if set(tiling) != {"x", "r0_"}:
+        return None
+    try:
+        xn, rn = int(tiling["x"]), int(tiling["r0_"])
+    except TypeError:
+        return None
+    rblock = 1 << max(0, (rn - 1).bit_length())
+    limit = persistent_row_limit()
+    # shorter rows keep Inductor's candidates (up to 4096 elements a program), autotuned on
+    # simulated time; longer ones get only XBLOCK = 1 from it
+    if rblock > limit or rblock * INDUCTOR_MIN_XBLOCK <= INDUCTOR_PERSISTENT_NUMEL:
+        return None
+    x = 1
+    while rblock * x * 2 <= limit and -(-xn // (x * 2)) >= num_pes():
+        x *= 2
+    return {"XBLOCK": x} if x > 1 else None
+
+
 def _on_chip_graph() -> bool:
     """The graph being compiled targets CPU tensors, i.e. this backend (cpu_backend="triton")."""
     from torch._inductor.virtualized import V
@@ -145,6 +182,12 @@ class MTIAChoices(InductorChoices):
         if not options.enabled("pointwise_blocks") or kw.get("fixed_config") is not None or not _on_chip_graph():
             return kw
         tiling = groups[0] if groups and isinstance(groups[0], dict) else kw.get("tiling")
+        if tiling and features.is_reduction():
+            block = persistent_rows(features, tiling)
+            if block is not None:
+                from torch._inductor.codegen.triton import FixedTritonConfig
+                return {**kw, "fixed_config": FixedTritonConfig(block)}
+            return kw
         if not tiling or features.is_reduction() or any(p.startswith("r") and int(v) != 1 for p, v in tiling.items()
                                                         if getattr(v, "is_number", True)):
             return kw

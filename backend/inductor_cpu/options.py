@@ -7,6 +7,9 @@ Each enhancement can be turned off alone, to measure what it buys:
 
 - `persistent_reductions`: rows that fit a PE's local memory are reduced persistently (one
   read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
+- `reduction_rows`: a persistent reduction's program takes several whole rows, as many as fit
+  local memory with a program left for every PE, so row-invariant operands (a norm's weight and
+  bias) are loaded once per program instead of once per row (heuristics.py).
 - `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
   spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
 - `nd_tiling`: pointwise kernels over a broadcast or a concatenation are tiled in 2-D (Inductor's
@@ -39,7 +42,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "split_reductions": True, "nd_tiling": True,
+DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": True, "split_reductions": True, "nd_tiling": True,
                              "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True}

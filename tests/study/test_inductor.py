@@ -285,3 +285,27 @@ def test_bucketize_against_a_few_boundaries_is_a_compare_and_count_not_a_search(
         busy = {on: sum(k.engine_busy.get("DMA_IN", 0) for k in reps[on].kernels) for on in reps}
         assert busy[True] < busy[False] / 4, busy
         assert reps[True].chip_time_us < reps[False].chip_time_us, (reps[True].chip_time_us, reps[False].chip_time_us)
+
+
+def test_a_persistent_reduction_takes_several_rows_and_loads_the_weight_once_per_program() -> None:
+    # LayerNorm over 4096-wide rows: Inductor runs one row per program and loads the weight and
+    # bias with every row; `reduction_rows` gives a program two rows (what local memory holds
+    # with a program left for every PE), so those loads halve; same numbers
+    import backend.driver as drv
+    from study.compile_mtia import compile_for_mtia
+    x, w, b = torch.randn(256, 4096), torch.randn(4096), torch.randn(4096)
+    fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (4096,), w, b)  # noqa: E731
+    reps = {}
+    before = drv.DEVICE.regime
+    drv.set_regime("resident")  # the regime where those loads are the critical path
+    try:
+        for on in (False, True):
+            torch._dynamo.reset()
+            c, reps[on] = compile_for_mtia(fn, x, w, b, reduction_rows=on)
+            torch.testing.assert_close(c(x, w, b), fn(x, w, b))
+    finally:
+        drv.set_regime(before)
+    (off,), (rows,) = reps[False].kernels, reps[True].kernels
+    assert off.grid == (256, 1, 1) and rows.grid == (128, 1, 1)
+    assert rows.engine_busy["DMA_IN"] < 0.8 * off.engine_busy["DMA_IN"], (rows.engine_busy, off.engine_busy)
+    assert rows.cycles < off.cycles
