@@ -22,7 +22,8 @@
 # in one run (`python -m tools.bench_sim --baseline REV --csv results/raw/sim_speed.csv`). The
 # cycles of both must be equal: a speed-up that changes a simulated number is a bug.
 # Right: each suite's host wall time in the last `make reproduce` (`results/raw/reproduce_wall.csv`,
-# with the number of worker processes and host CPUs it ran with); the paper-shape models run in
+# with the number of worker processes and host CPUs it ran with; where steps were last run at
+# different revisions, each bar names its own); the paper-shape models run in
 # the background beside the steps after the suites, so the title's sum leaves them out.
 #
 # How to read it: both are host time on the machine that ran them, never chip time; ratios
@@ -91,16 +92,19 @@ if wall_path.exists():
     wl = pd.read_csv(wall_path)
     ax = axes[1]
     ax.barh(wl.suite, wl.wall_s / 60, color="#0072B2")
-    for yi, (w, r) in enumerate(zip(wl.wall_s, wl["rows"])):
-        ax.annotate(f"{w / 60:.1f} min, {r} rows", (w / 60, yi), xytext=(3, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+    wl["git_sha"] = wl.git_sha.astype(str)
+    mixed = wl.git_sha.nunique() > 1  # steps last run at different revisions: each bar names its own
+    for yi, (w, r, sha) in enumerate(zip(wl.wall_s, wl["rows"], wl.git_sha)):
+        ax.annotate(f"{w / 60:.1f} min, {r} rows" + (f" (at {sha[:7]})" if mixed else ""), (w / 60, yi),
+                    xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, wl.wall_s.max() / 60 * 1.5)
     ax.set_xlabel("host wall time (minutes)")
     # a step run in the background overlaps the others: not added to the sum
     serial = wl[~wl.suite.str.contains("in the background")]
     ax.set_title(f"make reproduce: {serial.wall_s.sum() / 60:.1f} min of steps, {int(wl.workers.iloc[0])} workers "
-                 f"on {int(wl.cpus.iloc[0])} CPUs", fontsize=9)
+                 f"on {int(wl.cpus.iloc[0])} CPUs" + ("\n(steps last run at different revisions)" if mixed else ""),
+                 fontsize=9)
     print(wl.to_string(index=False))
 else:
     axes[1].text(0.5, 0.5, f"no {wall_path.name}", ha="center", transform=axes[1].transAxes)
