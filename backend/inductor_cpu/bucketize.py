@@ -37,6 +37,7 @@ _INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
 def _val(n: Any) -> Any:
+    # as extern._val: extern runs this rewrite, so importing from it would be a cycle
     return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
 
 
@@ -59,8 +60,9 @@ def rewrite(graph: torch.fx.Graph) -> int:
         with graph.inserting_before(node):
             col = graph.call_function(aten.unsqueeze.default, (a["self"], -1))
             col.meta["val"] = x.unsqueeze(-1)
-            cmp = graph.call_function(aten.ge.Tensor if a["right"] else aten.gt.Tensor, (col, a["boundaries"]))
-            cmp.meta["val"] = col.meta["val"] >= b
+            op = aten.ge.Tensor if a["right"] else aten.gt.Tensor
+            cmp = graph.call_function(op, (col, a["boundaries"]))
+            cmp.meta["val"] = op(col.meta["val"], b)
             count = graph.call_function(aten.sum.dim_IntList, (cmp, [-1]), {"dtype": out_dtype})
             count.meta.update(node.meta)
         node.replace_all_uses_with(count)

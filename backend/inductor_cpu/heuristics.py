@@ -139,7 +139,7 @@ def transposed_access(features: Any) -> bool:
 
 
 def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
-    """XBLOCK and R0_BLOCK of an inner persistent reduction over one x dimension: as many whole
+    """The XBLOCK of an inner persistent reduction over one x dimension: as many whole
     rows per program as fit the persistent row budget (`persistent_row_limit` elements) while
     every PE keeps a program, for rows too long for Inductor's candidates to hold more than one
     (over 512 elements); None: Inductor's own (autotuned) choice. At the study's 4096-wide rows
@@ -179,23 +179,22 @@ def _on_chip_graph() -> bool:
 class MTIAChoices(InductorChoices):
     def triton_kernel_kwargs(self, kernel_cls: Any, features: Any, groups: Any, kernel_kwargs: dict) -> dict:
         kw = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
-        if not options.enabled("pointwise_blocks") or kw.get("fixed_config") is not None or not _on_chip_graph():
+        if kw.get("fixed_config") is not None or not _on_chip_graph():
             return kw
         tiling = groups[0] if groups and isinstance(groups[0], dict) else kw.get("tiling")
-        if tiling and features.is_reduction():
-            block = persistent_rows(features, tiling)
-            if block is not None:
-                from torch._inductor.codegen.triton import FixedTritonConfig
-                return {**kw, "fixed_config": FixedTritonConfig(block)}
+        if not tiling:
             return kw
-        if not tiling or features.is_reduction() or any(p.startswith("r") and int(v) != 1 for p, v in tiling.items()
-                                                        if getattr(v, "is_number", True)):
+        from torch._inductor.codegen.triton import FixedTritonConfig
+        if features.is_reduction():  # `reduction_rows` (persistent_rows reads its switch)
+            block = persistent_rows(features, tiling)
+            return kw if block is None else {**kw, "fixed_config": FixedTritonConfig(block)}
+        if not options.enabled("pointwise_blocks") or any(p.startswith("r") and int(v) != 1 for p, v in tiling.items()
+                                                          if getattr(v, "is_number", True)):
             return kw
         try:
             sizes = {p: int(v) for p, v in tiling.items() if not p.startswith("r")}
         except TypeError:  # a symbolic extent: Inductor's own candidates
             return kw
-        from torch._inductor.codegen.triton import FixedTritonConfig
         blocks = pointwise_blocks(sizes, pointwise_tile(), num_pes(), square=transposed_access(features))
         return {**kw, "fixed_config": FixedTritonConfig({f"{p.upper()}BLOCK": b for p, b in blocks.items()})}
 
