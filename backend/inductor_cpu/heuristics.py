@@ -139,14 +139,24 @@ def transposed_access(features: Any) -> bool:
 
 
 def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
-    """The XBLOCK of an inner persistent reduction over one x dimension: as many whole
-    rows per program as fit the persistent row budget (`persistent_row_limit` elements) while
-    every PE keeps a program, for rows too long for Inductor's candidates to hold more than one
-    (over 512 elements); None: Inductor's own (autotuned) choice. At the study's 4096-wide rows
-    Inductor runs one row per program, and the weight and bias are loaded once per row."""
+    """The XBLOCK of a persistent reduction over one x dimension: as many whole rows per
+    program as fit the persistent row budget (`persistent_row_limit` elements) while every PE
+    keeps a program; None: Inductor's own choice.
+
+    - Rows over 512 elements (an inner reduction): Inductor's candidates hold one row per
+      program at most; at the study's 4096-wide rows the weight and bias are then loaded once
+      per row.
+    - Rows of at most 512 elements, where Inductor autotunes XBLOCK 1..128: only when every row
+      operand is a broadcast (`broadcast_rows`: loaded once per program, so more rows per
+      program only save loads and program starts) and the grid has rows enough for every PE to
+      hold a full block: small_bucketize's compare-and-count kernel. Autotuning picks the same
+      block there (measured at the DLRM shape), but it runs every candidate through the
+      simulator, and XBLOCK 1 is one program per row: 267,034 programs whose data-dependent
+      table lookup keeps the simulator from running them in lockstep. Other short rows (MX4's
+      32-element groups) keep Inductor's autotuning, which measured better blocks there.
+    """
     from torch._inductor.runtime.hints import ReductionHint
-    if not (options.enabled("reduction_rows") and options.enabled("persistent_reductions") and _on_chip_graph()
-            and features.get_reduction_hint() == ReductionHint.INNER):
+    if not (options.enabled("reduction_rows") and options.enabled("persistent_reductions") and _on_chip_graph()):
         return None
     if set(tiling) != {"x", "r0_"}:
         return None
@@ -156,14 +166,62 @@ def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
         return None
     rblock = 1 << max(0, (rn - 1).bit_length())
     limit = persistent_row_limit()
-    # shorter rows keep Inductor's candidates (up to 4096 elements a program), autotuned on
-    # simulated time; longer ones get only XBLOCK = 1 from it
-    if rblock > limit or rblock * INDUCTOR_MIN_XBLOCK <= INDUCTOR_PERSISTENT_NUMEL:
+    if rblock > limit:
         return None
+    if rblock * INDUCTOR_MIN_XBLOCK > INDUCTOR_PERSISTENT_NUMEL:
+        if features.get_reduction_hint() != ReductionHint.INNER:
+            return None
+    else:
+        # the budget counts f32 tiles (narrower types are computed in f32); 8-byte elements
+        # (int64: the compare-and-count kernel) take twice the room. (Long rows keep the f32
+        # budget: no study kernel reduces a long row of 8-byte elements.)
+        limit = limit * 4 // max(4, _widest_itemsize(features))
+        if not broadcast_rows(features, xn * rn) or xn < (limit // rblock) * num_pes():
+            return None
     x = 1
     while rblock * x * 2 <= limit and -(-xn // (x * 2)) >= num_pes():
         x *= 2
     return {"XBLOCK": x} if x > 1 else None
+
+
+def broadcast_rows(features: Any, block: int) -> bool:
+    """Whether no memory access of the kernel spans its x-by-row block (`block` elements):
+    every row operand is the same for every x (a broadcast, such as small_bucketize's
+    boundaries) and every per-x operand has one element per row. Judged from each access's
+    index: the product of the extents of the loop variables it depends on. (Inductor's
+    reduction hint does not tell: it differed for the same graph between compiles.)"""
+    from torch._inductor.dependencies import MemoryDep
+    for node in features.scheduler_nodes():
+        rw = getattr(node, "read_writes", None)
+        if rw is None:
+            continue
+        for dep in list(rw.reads) + list(rw.writes):
+            if not isinstance(dep, MemoryDep) or dep.index is None:
+                continue
+            extents = dict(zip(dep.var_names, dep.size))
+            span = 1
+            for v in dep.index.free_symbols:
+                if v in extents:
+                    try:
+                        span *= int(extents[v])
+                    except TypeError:  # a symbolic extent: it may span
+                        return False
+            if span >= block:
+                return False
+    return True
+
+
+def _widest_itemsize(features: Any) -> int:
+    """Bytes of the widest element type among the buffers the kernel reads or writes (4 when
+    none is known)."""
+    from torch._inductor.virtualized import V
+    widest = 4
+    for name in features.buf_accesses():
+        try:
+            widest = max(widest, V.graph.get_dtype(name).itemsize)
+        except Exception:  # noqa: BLE001 - a name the graph does not know (a kernel-local buffer)
+            continue
+    return widest
 
 
 def _on_chip_graph() -> bool:
@@ -186,7 +244,10 @@ class MTIAChoices(InductorChoices):
             return kw
         from torch._inductor.codegen.triton import FixedTritonConfig
         if features.is_reduction():  # `reduction_rows` (persistent_rows reads its switch)
-            block = persistent_rows(features, tiling)
+            persistent = kw.get("override_persistent_reduction")
+            if persistent is None:  # what the kernel will decide (cooperative: never on a cpu device)
+                persistent = self.should_use_persistent_reduction(features, False)
+            block = persistent_rows(features, tiling) if persistent else None
             return kw if block is None else {**kw, "fixed_config": FixedTritonConfig(block)}
         if not options.enabled("pointwise_blocks") or any(p.startswith("r") and int(v) != 1 for p, v in tiling.items()
                                                           if getattr(v, "is_number", True)):

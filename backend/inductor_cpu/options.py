@@ -9,7 +9,9 @@ Each enhancement can be turned off alone, to measure what it buys:
   read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
 - `reduction_rows`: a persistent reduction's program takes several whole rows, as many as fit
   local memory with a program left for every PE, so row-invariant operands (a norm's weight and
-  bias) are loaded once per program instead of once per row (heuristics.py).
+  bias) are loaded once per program instead of once per row (heuristics.py). Short rows get it
+  only when every row operand is a broadcast over a large grid (small_bucketize's kernel);
+  other short rows keep Inductor's autotuning.
 - `split_reductions`: reductions with fewer outputs than PEs are split in two phases so they
   spread over the 64 PEs instead of running on one or a few programs (heuristics.py).
 - `nd_tiling`: pointwise kernels over a broadcast or a concatenation are tiled in 2-D (Inductor's

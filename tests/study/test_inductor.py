@@ -309,3 +309,25 @@ def test_a_persistent_reduction_takes_several_rows_and_loads_the_weight_once_per
     assert off.grid == (256, 1, 1) and rows.grid == (128, 1, 1)
     assert rows.engine_busy["DMA_IN"] < 0.8 * off.engine_busy["DMA_IN"], (rows.engine_busy, off.engine_busy)
     assert rows.cycles < off.cycles
+
+
+def test_a_large_compare_and_count_takes_a_fixed_block_not_inductors_autotuning() -> None:
+    # small_bucketize's reduction runs over a broadcast row (the boundaries): with rows enough
+    # for every PE to hold a full block, `reduction_rows` fixes its block (int64: 128 rows of 32,
+    # what local memory holds) instead of autotuning XBLOCK 1..128 through the simulator; the
+    # block autotuning would also pick is no slower, and the integers are the same
+    from study.compile_mtia import compile_for_mtia
+    pos = torch.arange(64 * 128 * 2)
+    # 26 boundaries, as the DLRM shape's tables (Inductor unrolls a reduction of 8 or fewer)
+    starts = torch.tensor(sorted([0, 5, 900, 900, 12000, 20000, *range(13000, 13020)]))
+    fn = lambda p, b: torch.bucketize(p, b, right=True)  # noqa: E731
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(fn, pos, starts, reduction_rows=on)
+        assert torch.equal(c(pos, starts), fn(pos, starts))
+    (off,), (rows,) = reps[False].kernels, reps[True].kernels
+    # Inductor names an autotuned persistent reduction triton_per_*, a fixed config triton_unk_*
+    assert off.name.startswith("triton_per_") and rows.name.startswith("triton_unk_"), (off.name, rows.name)
+    assert rows.grid == (128, 1, 1), rows.grid
+    assert rows.cycles <= off.cycles, (rows.cycles, off.cycles, off.grid)
