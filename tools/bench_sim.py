@@ -223,13 +223,15 @@ def _fastest(runs: list[list[dict]]) -> list[dict]:
 def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", repeat: int = 1,
             workloads: str = ",".join(WORKLOADS)) -> list[dict]:
     """Rows of revision `rev` (code "baseline <sha>") and of the current working tree (code
-    "current <sha>", "+dirty" when it has uncommitted changes). The two alternate `repeat`
+    "current <sha>", "+dirty" when the code it measures has uncommitted changes: results,
+    notebooks and docs do not count, as in study.provenance). The two alternate `repeat`
     times and each row keeps its fastest run: on a shared host the load changes within minutes,
     and the minimum is the least disturbed measurement of the same deterministic work."""
     root = Path(__file__).resolve().parents[1]
     base_sha = _git(root, "rev-parse", "--short", f"{rev}^{{commit}}")
     cur_sha = _git(root, "rev-parse", "--short", "HEAD")
-    if _git(root, "status", "--porcelain", "--untracked-files=no"):
+    from study.provenance import CODE_PATHS
+    if _git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS, "tools"):
         cur_sha += "+dirty"
     base_runs, cur_runs = [], []
     with tempfile.TemporaryDirectory(prefix="sim-bench-") as tmp:
