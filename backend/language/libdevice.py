@@ -75,6 +75,9 @@ for _n in ("popc", "clz"):
 abs = _make("abs", 1, {**_table(1, _F, "mtia.fabs"), **_table(1, _I + ("int8", "int16"), "mtia.abs_int")})
 EXTERN_FN["mtia.fabs"] = ("unary", "abs")
 EXTERN_FN["mtia.abs_int"] = ("unary", "abs")
+# ldexp(x, n) = x * 2^n, n an int32 (Inductor's frexp computes its mantissa with it)
+ldexp = _make("ldexp", 2, {(core.dtype(f), core.dtype("int32")): ("mtia.ldexp", core.dtype(f)) for f in _F})
+EXTERN_FN["mtia.ldexp"] = ("binary", "ldexp")
 fma = _make("fma", 3, _table(3, _F, "mtia.fma"))
 EXTERN_FN["mtia.fma"] = ("fma", "fma")
 isinfinite = None  # not a libdevice function; keep the namespace honest
@@ -95,7 +98,7 @@ def lower_extern(e: Any, op: Any) -> None:
     if family == "fma":
         e.emit("simd.fma" if tile else "scalar.fma", [out.name], dict(zip("abc", regs)), {"dtype": dt}, op.loc)
         return
-    if fn in ("exp10", "remainder", "cbrt", "tgamma", "fdim"):
+    if fn in ("exp10", "remainder", "cbrt", "tgamma", "fdim", "ldexp"):
         _lower_composite(e, op, fn, regs, dt, tile)
         return
     if family in ("unary", "test"):
@@ -122,5 +125,18 @@ def _lower_composite(e: Any, op: Any, fn: str, regs: list, dt: str, tile: bool) 
         e.emit(f"{pre_v}.unary", [a], {"a": regs[0]}, {"fn": "abs", "dtype": dt}, op.loc)
         e.emit(f"{pre_s}.binary", [s], {"a": a, "b": 1.0 / 3.0}, {"fn": "pow", "dtype": dt}, op.loc)
         e.emit(f"{pre_v}.binary", [out], {"a": s, "b": regs[0]}, {"fn": "copysign", "dtype": dt}, op.loc)
+    elif fn == "ldexp":
+        # x * 2^h * 2^(n - h), h = floor(n / 2): each factor a normal power of two for any n
+        # whose result is finite (x * 2^n in one step would overflow 2^n past 2^127)
+        nf, h, r, ph, pr, t = (out + s for s in (".n", ".h", ".r", ".ph", ".pr", ".t"))
+        e.emit(f"{pre_v}.cast", [nf], {"a": regs[1]}, {"kind": "sitofp", "from": op.operands[1].type.elem, "to": dt},
+               op.loc)
+        e.emit(f"{pre_v}.binary", [h], {"a": nf, "b": 0.5}, {"fn": "mul", "dtype": dt}, op.loc)
+        e.emit(f"{pre_v}.unary", [h], {"a": h}, {"fn": "floor", "dtype": dt}, op.loc)
+        e.emit(f"{pre_v}.binary", [r], {"a": nf, "b": h}, {"fn": "sub", "dtype": dt}, op.loc)
+        e.emit(f"{pre_s}.unary", [ph], {"a": h}, {"fn": "exp2", "dtype": dt}, op.loc)
+        e.emit(f"{pre_s}.unary", [pr], {"a": r}, {"fn": "exp2", "dtype": dt}, op.loc)
+        e.emit(f"{pre_v}.binary", [t], {"a": regs[0], "b": ph}, {"fn": "mul", "dtype": dt}, op.loc)
+        e.emit(f"{pre_v}.binary", [out], {"a": t, "b": pr}, {"fn": "mul", "dtype": dt}, op.loc)
     else:
         raise e.error(op, f"libdevice.{fn} is not available on MTIA")

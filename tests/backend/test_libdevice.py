@@ -48,3 +48,27 @@ def test_ilogb_is_an_integer_exponent():
     y = torch.empty(8, dtype=torch.int32)
     k[(1,)](x, y, BLOCK=8)
     assert y.tolist() == [0, 1, 1, -2, 9, 3, -1, 2]
+
+
+def test_ldexp_scales_by_a_power_of_two_over_the_whole_exponent_range():
+    # frexp's mantissa (Inductor's triton_helpers.frexp) is ldexp(x, -ilogb(x) - 1); a shift past
+    # 127 must not overflow on the way when the result is finite
+    @triton.jit
+    def k(x_ptr, n_ptr, y_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, libdevice.ldexp(tl.load(x_ptr + offs), tl.load(n_ptr + offs)))
+    x = torch.tensor([1.0, -3.0, 0.75, 1e-30, 3e38, 0.0, 5.5, 0.5])
+    n = torch.tensor([3, -2, 0, 100, -140, 7, -1, 128], dtype=torch.int32)
+    y = torch.empty(8)
+    k[(1,)](x, n, y, BLOCK=8)
+    # C's ldexp (torch.ldexp in f32 multiplies by 2^n and overflows at n = 128): exact in f64
+    torch.testing.assert_close(y, torch.ldexp(x.double(), n.double()).float(), rtol=0, atol=0)
+
+
+def test_frexp_through_inductor_matches_eager():
+    from study.compile_mtia import compile_for_mtia
+    x = torch.tensor([0.0, 1.0, -3.5, 1e-20, 6e30, 0.3, 1024.0, -0.001])
+    fn = lambda x: torch.frexp(x)  # noqa: E731
+    c, _ = compile_for_mtia(fn, x)
+    (m, e), (want_m, want_e) = c(x), fn(x)
+    assert torch.equal(m, want_m) and torch.equal(e, want_e), (m, e)
