@@ -224,14 +224,15 @@ def compare(rev: str, chip: str = "mtia2i", modes: str = "timing,functional", re
             workloads: str = ",".join(WORKLOADS)) -> list[dict]:
     """Rows of revision `rev` (code "baseline <sha>") and of the current working tree (code
     "current <sha>", "+dirty" when the code it measures has uncommitted changes: results,
-    notebooks and docs do not count, as in study.provenance). The two alternate `repeat`
+    notebooks and docs do not count, as in study/provenance.py). The two alternate `repeat`
     times and each row keeps its fastest run: on a shared host the load changes within minutes,
     and the minimum is the least disturbed measurement of the same deterministic work."""
     root = Path(__file__).resolve().parents[1]
     base_sha = _git(root, "rev-parse", "--short", f"{rev}^{{commit}}")
     cur_sha = _git(root, "rev-parse", "--short", "HEAD")
-    from study.provenance import CODE_PATHS
-    if _git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS, "tools"):
+    # the code a measurement depends on (study.provenance.CODE_PATHS, which tools/ may not import)
+    code = ("backend", "kernels", "baselines", "study", "tools", "pyproject.toml", "requirements.txt")
+    if _git(root, "status", "--porcelain", "--untracked-files=no", "--", *code):
         cur_sha += "+dirty"
     base_runs, cur_runs = [], []
     with tempfile.TemporaryDirectory(prefix="sim-bench-") as tmp:
