@@ -66,6 +66,9 @@ def _init_worker(chip: str, options: str, workloads: dict[str, Workload] | None)
     os.environ["MTIA_CHIP"] = chip
     set_chip(chip)
     activate(options)  # for the life of this process
+    # nothing compiled before (by the process a worker was forked from, or, in process, under
+    # the previous configuration) may be launched under this one
+    _forget_compiled()
     _warm_compiler()
     if workloads is not None:
         _WORKLOADS.update(workloads)
@@ -213,11 +216,54 @@ class EngineError(RuntimeError):
 Outcome = tuple[list[dict[str, Any]], int] | Exception
 
 
+def _forget_compiled() -> None:
+    """Drop every kernel this process compiled and holds in memory: Triton's per-function
+    kernel cache (keyed on the arguments' types and constexprs, with the target and options
+    captured when it was first filled, not on MTIA_OPTIONS or the chip), autotuners' choices,
+    Dynamo's compiled frames and study.inductor's compiled workloads. The on-disk Triton cache
+    is keyed on both and stays."""
+    import gc
+
+    import torch
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    from study import inductor
+    for obj in gc.get_objects():
+        cls = type(obj)  # not isinstance: it reads __class__, which some lazy modules' objects warn on
+        if issubclass(cls, JITFunction):
+            obj.device_caches.clear()
+        elif issubclass(cls, Autotuner):
+            obj.cache.clear()
+    inductor._COMPILED.clear()
+    torch._dynamo.reset()
+
+
 def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
                    workloads: dict[str, Workload]) -> Iterator[tuple[Job, Outcome]]:
-    _init_worker(chip, options, workloads)
-    for j in group:
-        yield j, run_job(j, base)  # an exception propagates: workers=0 is for debugging
+    """The group's jobs in this process, configured as a worker is; afterwards the process is
+    configured (environment, chip, threads) as before, and what was compiled is dropped."""
+    import torch
+
+    from backend.driver import DEVICE, set_chip
+    from study.compile_options import ENV_VAR, INDUCTOR_ENV_VAR
+    saved_env = {k: os.environ.get(k) for k in (ENV_VAR, INDUCTOR_ENV_VAR, "MTIA_CHIP", "TRITON_CACHE_DIR")}
+    saved_chip, saved_threads = DEVICE.chip, torch.get_num_threads()
+    try:
+        _init_worker(chip, options, workloads)
+        for j in group:
+            yield j, run_job(j, base)  # an exception propagates: workers=0 is for debugging
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        from backend.inductor_cpu import options as inductor_options
+        inductor_options.activate()
+        set_chip(saved_chip)
+        torch.set_num_threads(saved_threads)
+        _forget_compiled()
 
 
 def _pool_engine(jobs: list[Job], base: dict[str, Any], n: int,
