@@ -62,6 +62,7 @@ sp = pd.concat(rows)
 g = sp.groupby(["chip", "impl"]).speedup.apply(geomean).rename("geomean").reset_index()
 fig, ax = plt.subplots(figsize=(max(5, 1.3 * sp.chip.nunique() + 2), 4))
 impls = [i for i in PALETTE if i in set(sp.impl)]
+np.random.seed(0)  # stripplot's jitter draws from numpy's global generator: the same figure on every run
 sns.stripplot(sp, x="chip", y="speedup", hue="impl", palette=PALETTE, hue_order=impls, dodge=True, alpha=0.5, size=4, ax=ax, legend=False)
 sns.pointplot(g, x="chip", y="geomean", hue="impl", palette=PALETTE, hue_order=impls, dodge=0.4 if len(impls) > 1 else False, markers="D", linestyles="none", ax=ax)
 ax.set_yscale("log"); ax.axhline(1, color="black", lw=0.8)

@@ -108,8 +108,12 @@ def execute_notebook(source: Path, results: Path, timeout_s: int = 600) -> Path:
     # working directory, where they would outlive the run)
     with tempfile.TemporaryDirectory(prefix="study-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
-        NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3", record_timing=False,
-                       resources={"metadata": {"path": str(source.parent.parent)}}).execute()
+        try:
+            NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3", record_timing=False,
+                           resources={"metadata": {"path": str(source.parent.parent)}}).execute()
+        finally:
+            if km.has_kernel:  # a kernel manager handed to nbclient is not shut down by it
+                km.shutdown_kernel(now=True)
     _machine_independent(nb, source.resolve().parent.parent, results)
     out = executed_path(source)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,22 +121,29 @@ def execute_notebook(source: Path, results: Path, timeout_s: int = 600) -> Path:
     return out
 
 
-def run_notebooks(results: Path) -> list[str]:
-    failures = []
+def run_notebooks(results: Path, workers: int | None = None) -> list[str]:
+    """Execute every notebook whose data is there, `workers` at a time (each in a process of
+    its own, forked from this one, with its own kernel); lists them as they finish and returns
+    the names of those that failed."""
+    from study.pool import run_pool
+    todo = []
     for src in notebook_sources():
         pred = OPTIONAL.get(src.stem)
         if pred is not None and not pred(results):
             print(f"  skip {src.name}: its data is not in {raw_dir(results)}")
             continue
-        t0 = time.perf_counter()
-        try:
-            execute_notebook(src, results)
-            print(f"  ok   {src.name} ({time.perf_counter() - t0:.1f}s)")
-        except Exception as e:  # noqa: BLE001 - every failure is listed, then the run fails
-            msg = str(e).strip().splitlines()
-            print(f"  FAIL {src.name}: {msg[-1] if msg else type(e).__name__}")
-            failures.append(src.name)
-    return failures
+        todo.append(src)
+    sys.stdout.flush()  # a forked process must not inherit (and print again) unflushed output
+    failures = []
+    for d in run_pool(lambda src: execute_notebook(src, results), todo, workers or os.cpu_count() or 1, fresh=True):
+        if d.error is None:
+            print(f"  ok   {d.task.name} ({d.wall_s:.1f}s)")
+        else:
+            msg = str(d.error).strip().splitlines()
+            print(f"  FAIL {d.task.name}: {msg[-1] if msg else type(d.error).__name__}")
+            failures.append(d.task.name)
+        sys.stdout.flush()
+    return sorted(failures)
 
 
 WALL_COLUMNS = ("suite", "wall_s", "rows", "workers", "engine", "cpus", "git_sha", "measured_at")
@@ -283,7 +294,7 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
         _write_walls(raw_dir(results) / "reproduce_wall.csv", walls, workers, engine)
     print("notebooks:")
     sys.stdout.flush()  # a process started from here must not inherit (and print again) unflushed output
-    failures = run_notebooks(results)
+    failures = run_notebooks(results, workers)
     if failures:
         print(f"error: notebooks failed: {', '.join(failures)}", file=sys.stderr)
         status = 1
