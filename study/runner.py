@@ -32,7 +32,7 @@ from study import provenance
 from study.measure import Comparison, error_note, measure, reference, seeded_inputs
 from study.pool import NotStarted, WorkerDied, run_pool
 from study.registry import Workload
-from study.results import append_rows, raw_dir, repair_partial_tail, written_keys
+from study.results import Table, append_rows, raw_dir, read_table, repair_partial_tail, write_table, written_keys
 from study.schema import DEFAULT_OPTIONS, DEFAULT_REGIME, row_key
 from study.suites import Job, Suite, plan
 
@@ -217,8 +217,9 @@ class _Progress:
 
 # ----------------------------------------------------------------------------- engines
 # An engine runs one (chip, options) group's jobs in workers configured for that group and
-# yields (job, outcome) as jobs finish: outcome is (rows, skipped), the job's exception, or a
-# WorkerDied, after which the engine starts no further job of the group. Only run_suite writes.
+# yields (job, outcome, wall_s) as jobs finish: outcome is (rows, skipped), the job's exception,
+# or a WorkerDied, after which the engine starts no further job of the group; wall_s is the
+# job's host time. Only run_suite writes.
 
 ENGINES = ("pool", "ray")
 RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install -r requirements-ray.txt)"
@@ -267,7 +268,9 @@ def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, An
     try:
         _init_worker(chip, options, workloads)
         for j in group:
-            yield j, run_job(j, base)  # an exception propagates: workers=0 is for debugging
+            t0 = time.perf_counter()
+            out = run_job(j, base)  # an exception propagates: workers=0 is for debugging
+            yield j, out, time.perf_counter() - t0
     finally:
         for k, v in saved_env.items():
             if v is None:
@@ -305,7 +308,7 @@ def _pool_engine(jobs: list[Job], base: dict[str, Any], n: int,
     for done in run_pool(functools.partial(run_job, base=base), jobs, n, initializer=_init_worker,
                          initargs_for=lambda j: (j.chip, j.options, shipped), stop_on_death=True):
         if not isinstance(done.error, NotStarted):  # never started after a worker died: not run
-            yield done.task, done.value if done.error is None else done.error
+            yield done.task, done.value if done.error is None else done.error, done.wall_s
 
 
 def _import_ray() -> Any:
@@ -414,9 +417,9 @@ def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any],
         while running or (todo and not died):
             while idle and todo and not died:
                 actor, job = idle.pop(), todo.pop()
-                running[actor.run_job.remote(job, base)] = (job, actor)
+                running[actor.run_job.remote(job, base)] = (job, actor, time.perf_counter())
             [ref], _ = ray.wait(list(running), num_returns=1)
-            job, actor = running.pop(ref)
+            job, actor, t0 = running.pop(ref)
             try:
                 out: Outcome = ray.get(ref)
                 idle.append(actor)
@@ -426,7 +429,7 @@ def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any],
             except RayTaskError as e:
                 out = e.cause if isinstance(e.cause, Exception) else e
                 idle.append(actor)
-            yield job, out
+            yield job, out, time.perf_counter() - t0
     finally:
         for actor in actors:
             ray.kill(actor)
@@ -440,6 +443,45 @@ def _first_line(e: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------------- the sweep
+
+# each job's host wall time in the latest sweep that ran it: the next sweep starts the longest
+# first, so that no core idles at the end of a suite while one long job finishes (a schedule,
+# never a result: rows are measured whatever the order)
+JOB_WALLS = Table("job_walls", ("suite", "workload", "shape", "chip", "options", "regime", "wall_s", "git_sha"),
+                  key=("suite", "workload", "shape", "chip", "options", "regime"), float_format=".3f")
+
+
+def _wall_key(j: Job) -> tuple[str, ...]:
+    return (j.suite, j.workload, j.shape, j.chip, j.options, j.regime)
+
+
+def _read_walls(path: Path) -> dict[tuple[str, ...], dict[str, str]]:
+    from study.results import CorruptResultsError
+    try:
+        return {tuple(r[k] for k in JOB_WALLS.key): r for r in read_table(path, JOB_WALLS)} if path.exists() else {}
+    except CorruptResultsError as e:
+        print(f"warning: {e}; jobs start in plan order", file=sys.stderr)
+        return {}
+
+
+def _longest_first(jobs: list[Job], walls: dict[tuple[str, ...], dict[str, str]]) -> list[Job]:
+    """Jobs no earlier sweep timed first (in plan order: any may be long), then the others by
+    their recorded wall time, longest first (longest processing time first scheduling)."""
+    def recorded(j: Job) -> float:
+        r = walls.get(_wall_key(j))
+        return float(r["wall_s"]) if r is not None and r.get("wall_s") else float("inf")
+    return sorted(jobs, key=lambda j: -recorded(j))  # stable: ties keep plan order
+
+
+def _write_walls(path: Path, walls: dict[tuple[str, ...], dict[str, str]], measured: dict[tuple[str, ...], float],
+                 sha: str) -> None:
+    if not measured:
+        return
+    rows = dict(walls)
+    for k, wall in measured.items():
+        rows[k] = dict(zip(JOB_WALLS.key, k), wall_s=wall, git_sha=sha)
+    write_table(path, JOB_WALLS, [rows[k] for k in sorted(rows)])
+
 
 def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None = None, workers: int | None = None,
               only: set[str] | None = None, repair: bool = False, pass_workloads: bool = False,
@@ -467,6 +509,10 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
     summary.jobs = len(jobs)
     base = {"run_id": uuid.uuid4().hex[:12], "git_sha": sha, "suite": suite.name,
             "device": provenance.SIM_DEVICE, "versions": provenance.versions()}
+    walls_path = raw_dir(results) / f"{JOB_WALLS.name}.csv"
+    walls = _read_walls(walls_path)
+    jobs = _longest_first(jobs, walls)
+    measured: dict[tuple[str, ...], float] = {}
     progress = _Progress(suite.name, len(jobs))
     groups: dict[tuple[str, str], list[Job]] = {}
     for j in jobs:
@@ -488,33 +534,37 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
     shipped = workloads if pass_workloads else None
     if n and engine == "pool" and groups:
         # one pool for every (chip, options): its workers move between configurations
-        batches = [(("", ""), [j for group in groups.values() for j in group])]
+        batches = [(("", ""), jobs)]
     else:
         batches = list(groups.items())
-    with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext(), _worker_caches():
-        for (chip, options), group in batches:
-            if n == 0:
-                outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
-            elif engine == "ray":
-                outcomes = _ray_engine(chip, options, group, base, n, shipped)
-            else:
-                outcomes = _pool_engine(group, base, n, shipped)
-            finished = 0
-            with contextlib.closing(outcomes):
-                for j, out in outcomes:
-                    finished += 1
-                    if isinstance(out, WorkerDied):
-                        summary.errors.append(f"{j.workload}/{j.shape}: worker died ({out})")
-                    elif isinstance(out, Exception):
-                        summary.errors.append(f"{j.workload}/{j.shape}: {type(out).__name__}: {out}")
-                    else:
-                        try:
-                            record(j, *out)
-                        except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
-                            summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
-            if finished < len(group):
-                where = f" on {chip} [{options}]" if chip else ""
-                summary.errors.append(f"{len(group) - finished} jobs{where} not run after a worker "
-                                      "died; run again to resume")
+    try:
+        with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext(), _worker_caches():
+            for (chip, options), group in batches:
+                if n == 0:
+                    outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
+                elif engine == "ray":
+                    outcomes = _ray_engine(chip, options, group, base, n, shipped)
+                else:
+                    outcomes = _pool_engine(group, base, n, shipped)
+                finished = 0
+                with contextlib.closing(outcomes):
+                    for j, out, wall in outcomes:
+                        finished += 1
+                        if isinstance(out, WorkerDied):
+                            summary.errors.append(f"{j.workload}/{j.shape}: worker died ({out})")
+                        elif isinstance(out, Exception):
+                            summary.errors.append(f"{j.workload}/{j.shape}: {type(out).__name__}: {out}")
+                        else:
+                            try:
+                                record(j, *out)
+                                measured[_wall_key(j)] = wall
+                            except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
+                                summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
+                if finished < len(group):
+                    where = f" on {chip} [{options}]" if chip else ""
+                    summary.errors.append(f"{len(group) - finished} jobs{where} not run after a worker "
+                                          "died; run again to resume")
+    finally:  # an interrupted sweep keeps the walls of the jobs it finished
+        _write_walls(walls_path, walls, measured, sha)
     summary.wall_s = time.perf_counter() - t0
     return summary

@@ -178,3 +178,18 @@ def test_an_error_row_names_repository_files_relative_to_the_root(tmp_path):
     rows = read_rows(run_suite(QUICK, ws, tmp_path, workers=0, pass_workloads=True).path)
     r = next(r for r in rows if r["impl"] == "triton")
     assert not r["correct"] and r["notes"] == "error: ValueError: tiles do not fit, from kernels/elementwise.py:12:3"
+
+
+def test_a_sweep_records_each_jobs_wall_and_the_next_starts_the_longest_first(tmp_path):
+    from study.results import raw_dir, read_table
+    from study.runner import JOB_WALLS, _longest_first, _wall_key
+    from study.suites import plan
+    ws = make_workloads((1024, 2048, 4096))
+    s = run_suite(QUICK, ws, tmp_path, workers=1, pass_workloads=True)
+    walls = read_table(raw_dir(tmp_path) / "job_walls.csv", JOB_WALLS)
+    assert s.errors == [] and len(walls) == s.jobs == 3
+    assert {w["shape"] for w in walls} == {"n1024", "n2048", "n4096"} and all(float(w["wall_s"]) >= 0 for w in walls)
+    jobs = plan(QUICK, ws)
+    recorded = {_wall_key(jobs[0]): {"wall_s": "1.0"}, _wall_key(jobs[1]): {"wall_s": "5.0"}}
+    # never timed first (any may be long), in plan order; then the timed ones, longest first
+    assert _longest_first(jobs, recorded) == jobs[2:] + [jobs[1], jobs[0]]
