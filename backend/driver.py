@@ -55,6 +55,8 @@ class _DeviceState:
     # functional mode's; float outputs are not computed, launches that write integers
     # (indices for later launches) run functionally. For big shapes and speed sweeps.
     mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
+    # inside unsimulated(): launches are not simulated (see there)
+    skip: bool = False
 
 
 DEVICE = _DeviceState()
@@ -100,6 +102,24 @@ def sim_mode(mode: str) -> Iterator[None]:
         yield
     finally:
         DEVICE.mode = old
+
+
+@contextlib.contextmanager
+def unsimulated(on: bool = True) -> Iterator[None]:
+    """Launches inside the block are not simulated and write nothing: no time, no record, no
+    listener called; except those that write integers (what later launches may address memory
+    with), which run functionally, and those of a benchmarker inside (simulated_bench simulates
+    whatever the block around it). For a call made only for its side effects on the host, such
+    as compiling and autotuning (study/inductor.py's warm-up): every config Inductor or
+    triton.autotune benchmarks is simulated in timing mode as before, and since timing mode's
+    cycles do not depend on float outputs, which config wins does not depend on whether the
+    launches before it were simulated. `on=False` simulates inside a block that skips."""
+    old = DEVICE.skip
+    DEVICE.skip = on
+    try:
+        yield
+    finally:
+        DEVICE.skip = old
 
 
 @contextlib.contextmanager
@@ -291,7 +311,9 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     args = [_int_register(p, a) for p, a in zip(program.params, args)]
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
-    mode = DEVICE.mode
+    if DEVICE.skip and not writes_integers(program):
+        return KernelRecord(program.name, grid, chip["name"], 0, 0.0, 0.0)
+    mode = "functional" if DEVICE.skip else DEVICE.mode
     if mode == "timing" and writes_integers(program):
         mode = "functional"  # its outputs may be what later launches address memory with
     # the simulator computes with torch: its ops are not the program's, so a dispatch mode of
@@ -333,7 +355,7 @@ def simulated_bench(fn: Callable, warmup: int = 0, rep: int = 0, grad_to_none: A
     float outputs not computed): what calls a benchmarker (triton.autotune, Inductor's
     autotuning) keeps only the time and then launches the chosen config for its result."""
     start = DEVICE.clock_us
-    with sim_mode("timing"):
+    with sim_mode("timing"), unsimulated(False):
         fn()
     ms = (DEVICE.clock_us - start) / 1e3
     if quantiles is not None:

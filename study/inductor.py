@@ -114,17 +114,19 @@ def launches_unrecorded() -> Iterator[None]:
 
 
 def warm_up(call: Callable, args: tuple, kwargs: dict) -> Any:
-    """The compiling call, on copies of the inputs, unrecorded and in timing mode (its outputs are
-    discarded; Inductor's benchmarking of configs needs only cycles); simulated in full if
-    timing mode fails (an index computed by a skipped instruction can leave its tensor)."""
-    from backend.driver import sim_mode
+    """The compiling call, on copies of the inputs, unrecorded, its launches not simulated
+    (backend.driver.unsimulated: the call is made to compile and autotune; the configs Inductor
+    benchmarks are simulated in timing mode, which needs no float output of an earlier launch);
+    simulated in full if that fails (an index computed by a skipped instruction can leave its
+    tensor)."""
+    from backend.driver import sim_mode, unsimulated
 
     def copies() -> tuple[tuple, dict]:
         cl = lambda v: v.clone() if isinstance(v, torch.Tensor) else v  # noqa: E731
         return tuple(cl(a) for a in args), {k: cl(v) for k, v in kwargs.items()}
     try:
         a, k = copies()
-        with torch.no_grad(), launches_unrecorded(), sim_mode("timing"):
+        with torch.no_grad(), launches_unrecorded(), sim_mode("timing"), unsimulated():
             return call(*a, **k)
     except Exception:
         a, k = copies()

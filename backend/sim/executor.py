@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from backend.program import TORCH_DTYPE, Block, Instr, Program, registers_in
+from backend.program import ITEMSIZE, TORCH_DTYPE, Block, Instr, Program, registers_in
 from backend.sim import lockstep
-from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, ReduceInputs, VectorInputs, fma_inputs, matmul_inputs,
-                                     reduce_inputs, vector_inputs)
+from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, ReduceInputs, VectorInputs, fma_inputs,
+                                     indexed_dma_inputs, matmul_inputs, reduce_inputs, vector_inputs)
 from backend.sim.fastpath import specialise, without_gc
 from backend.sim.isa import SEMANTICS, ExecState, SimulationError
 from backend.sim.memory import GlobalMemory, placeholder
@@ -143,11 +143,26 @@ def _t_dma_store(st: ExecState, ins: Instr) -> DmaInputs:
     return mem._dma_cost(r, dtype, n, strides, start, sub)
 
 
+def _t_dma_gather(st: ExecState, ins: Instr) -> DmaInputs:
+    """An index-driven gather without its data: the element indices are computed and checked
+    against the tensor's bounds as the functional gather does (they come from the program's
+    inputs), the destination gets the placeholder tile, and the cost inputs (the number of
+    elements moved) are the functional gather's."""
+    mem = st.memory
+    r, dtype, base_idx, idx, m = mem._indexed(st, ins)
+    if idx.dim() == 0:
+        return SEMANTICS[ins.op].run(st, ins)
+    sel = idx if m is None else idx[m]
+    mem._check(sel, mem.typed(r, dtype).numel(), r, base_idx, st, ins)
+    placeholder(st, ins.dst[0], list(idx.shape), dtype)
+    return indexed_dma_inputs(sel.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
+
+
 TIMING_ONLY = {
     "dpe.matmul": _t_matmul, "simd.binary": _t_elementwise, "sfu.binary": _t_elementwise,
     "simd.unary": _t_elementwise, "sfu.unary": _t_elementwise, "simd.fma": _t_elementwise,
     "simd.cast": _t_elementwise, "simd.splat": _t_splat, "re.reduce": _t_reduce,
-    "dma_in.load": _t_dma_load, "dma_out.store": _t_dma_store,
+    "dma_in.load": _t_dma_load, "dma_in.gather": _t_dma_gather, "dma_out.store": _t_dma_store,
 }
 
 
