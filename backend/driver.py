@@ -34,9 +34,11 @@ class KernelRecord:
     time_us: float
     sim_wall_s: float
     timing: Any = None
-    # the program and its executed traces, kept only inside keep_traces() (to price them again)
+    # the program and its executed traces, kept only inside keep_traces() (to price them again),
+    # and the traces' signatures (the same on every chip and in every regime)
     program: Any = None
     traces: Any = None
+    signatures: Any = None
 
 
 @dataclass
@@ -78,14 +80,15 @@ def current_regime() -> Regime:
     return get_regime(DEVICE.regime)
 
 
-def price(program: Any, traces: list, chip: dict[str, Any], regime: str | None = None) -> Any:
+def price(program: Any, traces: list, chip: dict[str, Any], regime: str | None = None,
+          signatures: list | None = None) -> Any:
     """Price a launch's executed traces on `chip` in the current memory regime (or `regime`):
     the one place the driver and the expert library's timing-only path price a launch, so both
-    agree."""
+    agree. `signatures`: backend.sim.timing.program_signatures(traces), when already known."""
     from backend.sim.timing import price_launch
     r = current_regime() if regime is None else get_regime(regime)
     return price_launch(program, traces, chip, trace=DEVICE.trace, resident=r.inputs_resident,
-                        writeback=r.writeback)
+                        writeback=r.writeback, signatures=signatures)
 
 
 SIM_MODES = ("functional", "timing")
@@ -141,7 +144,7 @@ def reprice(rec: KernelRecord, chip: str, regime: str | None = None) -> Any:
     a regime never does."""
     if rec.traces is None:
         raise ValueError(f"launch of '{rec.name}' was not recorded inside keep_traces()")
-    return price(rec.program, rec.traces, load_chip(chip), regime)
+    return price(rec.program, rec.traces, load_chip(chip), regime, signatures=rec.signatures)
 
 
 @contextlib.contextmanager
@@ -297,6 +300,7 @@ def _persistent_launch(program: Any, grid: tuple[int, int, int], args: list[Any]
 
 def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelRecord:
     from backend.sim.executor import execute, writes_integers
+    from backend.sim.timing import program_signatures
     args = [_storage_tensor(a) for a in args]
     grid, args = _persistent_launch(program, grid, args)
     for a in args:
@@ -320,11 +324,13 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     # the caller (Inductor's runtime checks, a host-op recorder) neither sees nor slows them
     with _disable_current_modes():
         traces = execute(program, grid, args, record=DEVICE.timing, mode=mode)
-        timing = price(program, traces, chip)
+        # traces kept to be priced again: their signatures are computed once, for every pricing
+        sigs = program_signatures(traces) if DEVICE.keep_traces and not DEVICE.trace else None
+        timing = price(program, traces, chip, signatures=sigs)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
                        time.perf_counter() - t0, timing)
     if DEVICE.keep_traces:
-        rec.program, rec.traces = program, traces
+        rec.program, rec.traces, rec.signatures = program, traces, sigs
     DEVICE.clock_us += timing.time_us
     for fn in list(DEVICE.listeners):
         fn(rec)

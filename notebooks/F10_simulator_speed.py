@@ -24,7 +24,7 @@
 # Right: each suite's host wall time in the last `make reproduce` (`results/raw/reproduce_wall.csv`,
 # with the number of worker processes and host CPUs it ran with; where steps were last run at
 # different revisions, each bar names its own); the paper-shape models run in
-# the background beside the steps after the suites, so the title's sum leaves them out.
+# the background beside the suites and the steps after them, so the title's sum leaves them out.
 #
 # How to read it: both are host time on the machine that ran them, never chip time; ratios
 # measured in one run are comparable, absolute seconds depend on the host and its load.

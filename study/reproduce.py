@@ -207,37 +207,37 @@ def simulate_h200(results: Path, workers: int | None = None) -> bool:
     return True
 
 
-# reproduce_wall.csv's name of the paper-shape models step, which overlaps the steps after the
-# suites (F10 leaves it out of the sum of the steps' wall times)
+# reproduce_wall.csv's name of the paper-shape models step, which overlaps the suites and the
+# steps after them (F10 leaves it out of the sum of the steps' wall times)
 BACKGROUND_MODELS = "paper-shape models (T3, in the background)"
 
 
 class PaperModels:
     """T3's models at docs/study.md's shapes in timing mode (study/model_paper.py), in a child
-    interpreter (it configures Inductor for the chip) started in the background: it runs on
-    one core beside the single-process steps after the suites. `wait()` gives the rows it
-    wrote, or -1 when it failed; `wall_s` its own run time."""
+    interpreter (it configures Inductor for the chip) started in the background before the
+    suites: one process beside their workers, it takes the time a core would idle (a worker
+    starting, a suite's last jobs) and is mostly done before the steps after the suites. Its
+    output goes to files, not pipes (no reader thread in a process the suites fork workers
+    from). `wait()` gives the rows it wrote, or -1 when it failed; `wall_s` its own run time."""
 
-    def __init__(self, results: Path):
+    def __init__(self, results: Path, cmd: list[str] | None = None):
         import subprocess
-        import threading
         self.out = raw_dir(results) / "model_coverage_paper.csv"
-        self.t0 = time.perf_counter()
+        cmd = cmd or [sys.executable, "-m", "study.model_paper", "--out", str(self.out)]
+        self.logs = Path(tempfile.mkdtemp(prefix="study-models-"))
+        self.t0 = time.time()
         self.wall_s = 0.0
-        self.proc = subprocess.Popen([sys.executable, "-m", "study.model_paper", "--out", str(self.out)],
-                                     cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.streams = ("", "")
-
-        def collect() -> None:
-            self.streams = self.proc.communicate()
-            self.wall_s = time.perf_counter() - self.t0
-        self.thread = threading.Thread(target=collect, daemon=True)
-        self.thread.start()
+        with open(self.logs / "stdout", "w") as out, open(self.logs / "stderr", "w") as err:
+            self.proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent, stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL)
 
     def wait(self) -> int:
-        self.thread.join()
-        stdout, stderr = self.streams
+        import shutil
+        self.proc.wait()
+        # its last line is written as it ends: the file's time is the run's end
+        self.wall_s = max(0.0, max(p.stat().st_mtime for p in self.logs.iterdir()) - self.t0)
+        stdout, stderr = ((self.logs / n).read_text() for n in ("stdout", "stderr"))
+        shutil.rmtree(self.logs, ignore_errors=True)
         if self.proc.returncode != 0 or not self.out.exists():
             print(f"error: paper-shape models failed ({self.proc.returncode}): {stderr.strip()[-300:]}",
                   file=sys.stderr)
@@ -245,7 +245,7 @@ class PaperModels:
         for line in stdout.splitlines():
             if line.startswith("# "):
                 print(f"  {line[2:]}")
-        print(f"paper-shape models: {self.wall_s:.0f}s (beside the steps after the suites)")
+        print(f"paper-shape models: {self.wall_s:.0f}s (beside the suites)")
         with open(self.out, newline="") as f:
             return sum(1 for _ in csv.DictReader(f))
 
@@ -265,27 +265,32 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
             return 1
         # one Ray for every suite (run_suite reuses an initialised Ray)
         walls: list[tuple[str, float, int]] = []
-        with ray_session(workers) if engine == "ray" else contextlib.nullcontext():
-            for name in REPRODUCE_SUITES:
-                s = run_suite(get_suite(name), workloads, results, workers, engine=engine)
-                walls.append((name, s.wall_s, s.rows))
-                print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
-                      f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
-                for e in s.errors:
-                    print(f"  error: {e}", file=sys.stderr)
-                    status = 1
         models = PaperModels(results)
-        _gate_full(workloads, results, workers)
-        from study import timeline
-        timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
-        from tools import microbench  # T1: the simulator's calibration against published peaks
-        microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
-        sys.stdout.flush()
-        t_h200 = time.perf_counter()
-        if not simulate_h200(results, workers):
-            status = 1
-        walls.append(("sim_h200 (F6)", time.perf_counter() - t_h200,
-                      len(read_rows(raw_dir(results) / "sim_h200.csv")) if (raw_dir(results) / "sim_h200.csv").exists() else 0))
+        try:
+            with ray_session(workers) if engine == "ray" else contextlib.nullcontext():
+                for name in REPRODUCE_SUITES:
+                    s = run_suite(get_suite(name), workloads, results, workers, engine=engine)
+                    walls.append((name, s.wall_s, s.rows))
+                    print(f"{name}: {s.rows} rows in {s.wall_s:.0f}s ({s.skipped_done} already measured, "
+                          f"{s.not_implemented} not implemented, {s.incorrect} incorrect or failed)")
+                    for e in s.errors:
+                        print(f"  error: {e}", file=sys.stderr)
+                        status = 1
+            _gate_full(workloads, results, workers)
+            from study import timeline
+            timeline.main(["--out", str(raw_dir(results) / "timeline_matmul.json")])
+            from tools import microbench  # T1: the simulator's calibration against published peaks
+            microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
+            sys.stdout.flush()
+            t_h200 = time.perf_counter()
+            if not simulate_h200(results, workers):
+                status = 1
+            walls.append(("sim_h200 (F6)", time.perf_counter() - t_h200,
+                          len(read_rows(raw_dir(results) / "sim_h200.csv")) if (raw_dir(results) / "sim_h200.csv").exists() else 0))
+        except BaseException:  # an interrupted reproduction leaves no model run behind
+            models.proc.kill()
+            models.wait()
+            raise
         n_models = models.wait()
         if n_models < 0:
             status = 1

@@ -96,11 +96,14 @@ class LaunchTiming:
 
 @without_gc
 def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
-                 resident: Iterable[str] | bool = (), writeback: bool = False) -> LaunchTiming:
+                 resident: Iterable[str] | bool = (), writeback: bool = False,
+                 signatures: list | None = None) -> LaunchTiming:
     """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
     `resident` names tensor arguments already in on-chip SRAM (True: all of them);
     `writeback`: outputs go back off-chip on the critical path even when the footprint fits
-    the LLC (the memory regime's output half, backend/regimes.py)."""
+    the LLC (the memory regime's output half, backend/regimes.py). `signatures`: what
+    `program_signatures(traces)` gives, when the caller prices the same traces again (on
+    another chip or in another regime: they do not depend on either)."""
     m = ChipModel(chip)
     prepare(program)
     n_prog = len(traces)
@@ -148,7 +151,7 @@ def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
     # treatment from their signature: equal signatures, equal events and cost inputs but for
     # the DMA byte addresses, which no cost rule reads (levels.py already counted them)
     memo: dict | None = {} if spans is None and memo_enabled() else None
-    sig_of = _signatures(traces) if memo is not None else None
+    sig_of = (signatures if signatures is not None else _signatures(traces)) if memo is not None else None
     history = [0] * m.n_pe  # per PE: an id of the programs it ran (0: none); equal ids, equal states
     states: dict = {}
     # a launch whose PEs rarely meet the same state (programs of many lengths under dynamic
@@ -292,6 +295,12 @@ def _signatures(traces: list) -> list:
         if k is not None:
             count[k] += 1
     return [("sig", k) if k is not None and count[k] > 1 else None for k in out]
+
+
+def program_signatures(traces: list) -> list | None:
+    """The per-trace keys price_launch shares schedules by (None when it schedules every
+    program: MTIA_SIM_PRICE_MEMO=0), for a caller that prices the same traces several times."""
+    return _signatures(traces) if memo_enabled() else None
 
 
 class _Sum:

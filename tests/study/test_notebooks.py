@@ -67,3 +67,20 @@ def test_executing_a_notebook_leaves_no_kernel_sockets_behind(tmp_path, monkeypa
     nb = nbformat.read(out, as_version=4)
     assert nb.cells[1].outputs[0]["text"].strip() == "42"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nb"]
+
+
+def test_background_models_report_their_rows_output_and_run_time(tmp_path, capsys):
+    """reproduce's background step (PaperModels): output to files, rows counted, its own wall time."""
+    import sys
+
+    from study.reproduce import PaperModels
+    out = tmp_path / "raw" / "model_coverage_paper.csv"
+    out.parent.mkdir()
+    script = (f"import time; time.sleep(1.0); open({str(out)!r}, 'w').write('model,us\\ndecoder,1\\nmoe,2\\n'); "
+              "print('# decoder: 1 us'); print('table')")
+    m = PaperModels(tmp_path, cmd=[sys.executable, "-c", script])
+    assert m.wait() == 2 and 1.0 <= m.wall_s < 30
+    shown = capsys.readouterr().out
+    assert "  decoder: 1 us" in shown and "table" not in shown
+    failing = PaperModels(tmp_path / "none", cmd=[sys.executable, "-c", "import sys; sys.exit('no model ran')"])
+    assert failing.wait() == -1 and "no model ran" in capsys.readouterr().err
