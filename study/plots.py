@@ -39,7 +39,10 @@ def load(suites: Iterable[str] | None = None, require: Iterable[str] = ()) -> An
     df["options"] = df["options"].fillna("default")
     df["config"] = df["config"].fillna("")
     df["regime"] = df["regime"].fillna(DEFAULT_REGIME)  # rows from before the regime column were priced cold
-    df = df.drop_duplicates(MEASUREMENT_KEY, keep="last").reset_index(drop=True)
+    df = df.drop_duplicates(MEASUREMENT_KEY, keep="last")
+    # in key order, not file order: sweeps append rows as jobs finish (longest first, so the order
+    # follows the host's timings), and a figure must not depend on it (strip-plot jitter does)
+    df = df.sort_values(list(MEASUREMENT_KEY), kind="stable").reset_index(drop=True)
     for col in require:
         if df[col].isna().all():
             raise MissingDataError(f"raw results have no values in column '{col}'")
