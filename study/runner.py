@@ -399,6 +399,12 @@ class _RayWorker:
     def run_job(self, job: Job, base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
         return run_job(job, base)
 
+    def remove_cache(self) -> None:
+        """Remove this worker's private Triton cache (a Ray worker is not forked from the
+        sweep, whose cache folder it cannot use; it is killed, not left to clean up)."""
+        import shutil
+        shutil.rmtree(os.environ["TRITON_CACHE_DIR"], ignore_errors=True)
+
 
 def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
                 shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
@@ -431,6 +437,10 @@ def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any],
                 idle.append(actor)
             yield job, out, time.perf_counter() - t0
     finally:
+        try:  # the live actors' caches; a dead actor's is left where it was
+            ray.wait([a.remove_cache.remote() for a in actors], num_returns=len(actors), timeout=30)
+        except Exception:  # noqa: BLE001 - cleaning up must not hide what ended the sweep
+            pass
         for actor in actors:
             ray.kill(actor)
 
