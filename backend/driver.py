@@ -315,11 +315,12 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
     args = [_int_register(p, a) for p, a in zip(program.params, args)]
     t0 = time.perf_counter()
     chip = load_chip(DEVICE.chip)
-    if DEVICE.skip and not writes_integers(program):
-        return KernelRecord(program.name, grid, chip["name"], 0, 0.0, 0.0)
-    mode = "functional" if DEVICE.skip else DEVICE.mode
-    if mode == "timing" and writes_integers(program):
+    if writes_integers(program):
         mode = "functional"  # its outputs may be what later launches address memory with
+    elif DEVICE.skip:
+        return KernelRecord(program.name, grid, chip["name"], 0, 0.0, 0.0)
+    else:
+        mode = DEVICE.mode
     # the simulator computes with torch: its ops are not the program's, so a dispatch mode of
     # the caller (Inductor's runtime checks, a host-op recorder) neither sees nor slows them
     with _disable_current_modes():

@@ -230,6 +230,7 @@ class EngineError(RuntimeError):
 
 
 Outcome = tuple[list[dict[str, Any]], int] | Exception
+Finished = tuple[Job, Outcome, float]  # what an engine yields: the job, its outcome, its host seconds
 
 
 def _forget_compiled() -> None:
@@ -256,7 +257,7 @@ def _forget_compiled() -> None:
 
 
 def _inline_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
-                   workloads: dict[str, Workload]) -> Iterator[tuple[Job, Outcome]]:
+                   workloads: dict[str, Workload]) -> Iterator[Finished]:
     """The group's jobs in this process, configured as a worker is; afterwards the process is
     configured (environment, chip, threads) as before, and what was compiled is dropped."""
     import torch
@@ -300,7 +301,7 @@ def _preload() -> None:
 
 
 def _pool_engine(jobs: list[Job], base: dict[str, Any], n: int,
-                 shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
+                 shipped: dict[str, Workload] | None) -> Iterator[Finished]:
     """Every job in one pool of forked workers, each started for one (chip, options): a worker
     whose configuration has no job left is replaced by one for the next job's, so the
     configurations share the workers (no worker waits for another configuration's last job)."""
@@ -407,7 +408,7 @@ class _RayWorker:
 
 
 def _ray_engine(chip: str, options: str, group: list[Job], base: dict[str, Any], n: int,
-                shipped: dict[str, Workload] | None) -> Iterator[tuple[Job, Outcome]]:
+                shipped: dict[str, Workload] | None) -> Iterator[Finished]:
     """One actor per worker slot, one job in flight per actor. Actors are not restarted and
     their tasks not retried, so a job runs at most once; after a worker dies no new job is
     started, the jobs in flight on the others are still collected."""
@@ -483,14 +484,19 @@ def _longest_first(jobs: list[Job], walls: dict[tuple[str, ...], dict[str, str]]
     return sorted(jobs, key=lambda j: -recorded(j))  # stable: ties keep plan order
 
 
-def _write_walls(path: Path, walls: dict[tuple[str, ...], dict[str, str]], measured: dict[tuple[str, ...], float],
-                 sha: str) -> None:
-    if not measured:
-        return
-    rows = dict(walls)
-    for k, wall in measured.items():
-        rows[k] = dict(zip(JOB_WALLS.key, k), wall_s=wall, git_sha=sha)
-    write_table(path, JOB_WALLS, [rows[k] for k in sorted(rows)])
+@contextlib.contextmanager
+def _recording_walls(path: Path, walls: dict[tuple[str, ...], dict[str, str]], sha: str) -> Iterator[dict]:
+    """A dict for the wall times of the jobs that finish inside, written over `walls` at the
+    end, also when the sweep is interrupted (the jobs it finished keep theirs)."""
+    measured: dict[tuple[str, ...], float] = {}
+    try:
+        yield measured
+    finally:
+        if measured:
+            rows = dict(walls)
+            for k, wall in measured.items():
+                rows[k] = dict(zip(JOB_WALLS.key, k), wall_s=wall, git_sha=sha)
+            write_table(path, JOB_WALLS, [rows[k] for k in sorted(rows)])
 
 
 def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None = None, workers: int | None = None,
@@ -522,7 +528,6 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
     walls_path = raw_dir(results) / f"{JOB_WALLS.name}.csv"
     walls = _read_walls(walls_path)
     jobs = _longest_first(jobs, walls)
-    measured: dict[tuple[str, ...], float] = {}
     progress = _Progress(suite.name, len(jobs))
     groups: dict[tuple[str, str], list[Job]] = {}
     for j in jobs:
@@ -547,34 +552,32 @@ def run_suite(suite: Suite, workloads: dict[str, Workload], results: Path | None
         batches = [(("", ""), jobs)]
     else:
         batches = list(groups.items())
-    try:
-        with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext(), _worker_caches():
-            for (chip, options), group in batches:
-                if n == 0:
-                    outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
-                elif engine == "ray":
-                    outcomes = _ray_engine(chip, options, group, base, n, shipped)
-                else:
-                    outcomes = _pool_engine(group, base, n, shipped)
-                finished = 0
-                with contextlib.closing(outcomes):
-                    for j, out, wall in outcomes:
-                        finished += 1
-                        if isinstance(out, WorkerDied):
-                            summary.errors.append(f"{j.workload}/{j.shape}: worker died ({out})")
-                        elif isinstance(out, Exception):
-                            summary.errors.append(f"{j.workload}/{j.shape}: {type(out).__name__}: {out}")
-                        else:
-                            try:
-                                record(j, *out)
-                                measured[_wall_key(j)] = wall
-                            except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
-                                summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
-                if finished < len(group):
-                    where = f" on {chip} [{options}]" if chip else ""
-                    summary.errors.append(f"{len(group) - finished} jobs{where} not run after a worker "
-                                          "died; run again to resume")
-    finally:  # an interrupted sweep keeps the walls of the jobs it finished
-        _write_walls(walls_path, walls, measured, sha)
+    with ray_session(n) if engine == "ray" and groups else contextlib.nullcontext(), _worker_caches(), \
+            _recording_walls(walls_path, walls, sha) as measured:
+        for (chip, options), group in batches:
+            if n == 0:
+                outcomes = _inline_engine(chip, options, group, base, n, shipped or workloads)
+            elif engine == "ray":
+                outcomes = _ray_engine(chip, options, group, base, n, shipped)
+            else:
+                outcomes = _pool_engine(group, base, n, shipped)
+            finished = 0
+            with contextlib.closing(outcomes):
+                for j, out, wall in outcomes:
+                    finished += 1
+                    if isinstance(out, WorkerDied):
+                        summary.errors.append(f"{j.workload}/{j.shape}: worker died ({out})")
+                    elif isinstance(out, Exception):
+                        summary.errors.append(f"{j.workload}/{j.shape}: {type(out).__name__}: {out}")
+                    else:
+                        try:
+                            record(j, *out)
+                            measured[_wall_key(j)] = wall
+                        except Exception as e:  # noqa: BLE001 - reported, the sweep goes on
+                            summary.errors.append(f"{j.workload}/{j.shape}: {type(e).__name__}: {e}")
+            if finished < len(group):
+                where = f" on {chip} [{options}]" if chip else ""
+                summary.errors.append(f"{len(group) - finished} jobs{where} not run after a worker "
+                                      "died; run again to resume")
     summary.wall_s = time.perf_counter() - t0
     return summary
