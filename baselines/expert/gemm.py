@@ -65,6 +65,8 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
                 progs.append(_fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b))
             except LocalMemoryOverflow:
                 pass
+    if in_dtype == "f32" and out_dtype == "f32" and not epilogue and M * N <= SIMD_MAX_MN:
+        progs += _simd_candidates(batch, M, N, K, trans_b)
     if not progs:  # none of the first ranked fits: the first of the rest that does
         return first_fit(lambda c: _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, c[0], c[1], k0, trans_b),
                          ranked[TUNE_TOP:])
@@ -77,6 +79,12 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
     return progs[best]
 
 TUNE_TOP = 4                                     # tile shapes (by the estimate) timed on the chip
+# FP32 has no DPE path (the DPE rule prices it at the vector core's 1.4 TFLOPS); small FP32
+# matrices are also tried whole on the SIMD engine (products) and the reduction engine (sums over
+# K), 32 MACs per cycle per PE, as the expert dot interaction computes x x^T: up to this many
+# output elements per matrix ([S, M, N, KC] products must fit beside their double buffer)
+SIMD_MAX_MN = 64 * 64
+_SIMD_TILES = ((4, 32), (2, 32), (1, 32), (1, 16), (1, 8))   # (matrices per step S, K chunk KC)
 _K_STEPS = {"f32": (32, 64), "bf16": (32, 64), "f16": (32, 64), "i8": (64, 128)}
 
 
@@ -91,6 +99,68 @@ def _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b):
             except LocalMemoryOverflow as e:
                 last = e
     raise last
+
+
+def _simd_candidates(batch, M, N, K, trans_b) -> list:
+    """The SIMD/RE programs of the (S, KC) tiles that fit (the two largest), for the tuner."""
+    out = []
+    for S, kc in _SIMD_TILES:
+        if S > 1 and S > batch:
+            continue
+        try:
+            out.append(_build_simd(batch, M, N, K, S, min(kc, K), trans_b))
+        except LocalMemoryOverflow:
+            continue
+        if len(out) == 2:
+            break
+    return out
+
+
+def _build_simd(batch, M, N, K, S, KC, trans_b=False):
+    """FP32 C[b] = A[b] @ B[b] on the SIMD engine and the reduction engine: each PE walks blocks of
+    S whole matrices; per K chunk of KC, the SIMD engine forms the [S, M, N, KC] products of A's
+    rows and B's columns (B's [KC, N] tile transposed by the MLU unless `trans_b`) and the RE sums
+    them over K into an [S, M, N] partial, added to the accumulator. Loads are double-buffered
+    (the DMA of the next chunk overlaps this chunk's products)."""
+    items = cdiv(batch, S)
+    P = min(n_pes(), items)
+    per = cdiv(items, P)
+    b = ProgramBuilder(f"expert_gemm{'_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_f32_simd_S{S}xK{KC}")
+    A, B = b.param_ptr("a", "f32"), b.param_ptr("b", "f32")
+    C = b.param_ptr("c", "f32")
+    w = pid64(b)
+    prod = b.tile([S, M, N, KC], "f32", copies=2, name="prod")
+    part = b.tile([S, M, N], "f32", copies=2, name="part")
+    acc = b.tile([S, M, N], "f32", copies=2, name="acc")
+    ta = b.tile([S, M, KC], "f32", copies=2, name="a")
+    tb = b.tile([S, N, KC] if trans_b else [S, KC, N], "f32", copies=2, name="b")
+    tbt = tb if trans_b else b.tile([S, N, KC], "f32", copies=2, name="bt")
+
+    def chunk(s0, live, k, into):
+        kr = s64(b, "sub", K, k)
+        a_off = s64(b, "add", s64(b, "mul", s0, M * K), k)
+        b.dma_load(A, a_off, [S, M, KC], [M * K, K, 1], hi=[live, M, kr], other=0.0, out=ta)
+        if trans_b:
+            b.dma_load(B, s64(b, "add", s64(b, "mul", s0, N * K), k), [S, N, KC], [N * K, K, 1],
+                       hi=[live, N, kr], other=0.0, out=tb)
+        else:
+            b.dma_load(B, s64(b, "add", s64(b, "mul", s0, K * N), s64(b, "mul", k, N)), [S, KC, N], [K * N, N, 1],
+                       hi=[live, kr, N], other=0.0, out=tb)
+            b.transpose(tb, [0, 2, 1], out=tbt)
+        b.mul(b.reshape(ta, [S, M, 1, KC]), b.reshape(tbt, [S, 1, N, KC]), out=prod)
+        b.reduce(prod, 3, "sum", out=into)
+
+    with b.loop(0, per, 1, name="blk") as j:
+        s0 = s64(b, "mul", s64(b, "add", w, s64(b, "mul", j, P)), S)
+        live = smin(b, s64(b, "sub", batch, s0), S)          # matrices of this block (<= 0: none)
+        chunk(s0, live, 0, acc)
+        with b.loop(KC, K, KC, name="k") as k:
+            chunk(s0, live, k, part)
+            b.add(acc, part, out=acc)
+        b.dma_store(C, acc, s64(b, "mul", s0, M * N), [M * N, N, 1], hi=[live, M, N])
+    prog = b.build()
+    prog.meta.update(grid=P, tile=("simd", S, KC))
+    return prog
 
 
 def _placeholders(batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b) -> list[torch.Tensor]:

@@ -62,3 +62,34 @@ def test_gemm_tile_is_the_fastest_of_those_timed():
     tuned = prog.meta["tuned"]
     label = "x".join(str(x) for x in prog.meta["tile"])
     assert len(tuned) > 1 and tuned[label] == min(tuned.values())
+
+
+# batch not a multiple of S (a padding block), K not a multiple of the chunk, M = 1, both B layouts
+@pytest.mark.parametrize("bs,M,N,K,trans_b,S,KC", [(5, 27, 30, 70, False, 2, 16), (7, 27, 27, 40, True, 4, 8),
+                                                    (3, 1, 64, 100, False, 1, 32), (130, 5, 3, 9, True, 4, 8)])
+def test_the_fp32_simd_gemm_matches_torch(bs, M, N, K, trans_b, S, KC):
+    """The FP32 GEMM on the SIMD engine and the RE: every block, padding ones included (more
+    blocks than PEs in the last case), writes exactly its matrices."""
+    from baselines.expert.common import launch
+    from baselines.expert.gemm import _build_simd
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(bs, M, K, generator=g)
+    b = torch.randn(bs, N, K, generator=g) if trans_b else torch.randn(bs, K, N, generator=g)
+    prog = _build_simd(bs, M, N, K, S, KC, trans_b)
+    c = torch.full((bs, M, N), float("nan"))
+    launch(prog, prog.meta["grid"], [a, b, c])
+    torch.testing.assert_close(c, a @ (b.transpose(1, 2) if trans_b else b), rtol=1e-5, atol=1e-4)
+
+
+def test_small_fp32_gemms_are_tuned_between_the_dpe_and_the_simd_engine():
+    """FP32 has no DPE rate of its own (the vector core's 1.4 TFLOPS): for small matrices the
+    tuner also times the SIMD/RE program, and keeps it where it is faster (dot interaction's
+    x x^T: 512 matrices of 27 x 27 x 128), the DPE tile where that is (64 x 64: only an 8-wide
+    K chunk fits)."""
+    from baselines.expert.gemm import gemm_program
+    small = gemm_program(512, 27, 27, 128, "f32", "f32", trans_b=True)
+    assert small.meta["tile"][0] == "simd" and any(k.startswith("32x") for k in small.meta["tuned"])
+    assert small.meta["tuned"]["x".join(map(str, small.meta["tile"]))] == min(small.meta["tuned"].values())
+    square = gemm_program(7, 64, 64, 33, "f32", "f32", trans_b=True)
+    assert square.meta["tile"][0] != "simd" and "simdx1x8" in square.meta["tuned"]
+    assert gemm_program(4, 27, 27, 128, "bf16", "bf16").meta["tile"][0] != "simd"  # 16-bit: the DPE only
