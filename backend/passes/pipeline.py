@@ -8,7 +8,9 @@ from backend.tile_ir import Function
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import dce, persistent, rotate, schedule, structure
+    from backend.passes import dce, idioms, persistent, rotate, schedule, structure
+    if getattr(options, "minmax_idiom", True):
+        idioms.run(fn)
     report = structure.run(fn, options)
     asks = persistent.asks_for_pe(fn)
     if asks:
