@@ -87,6 +87,9 @@ class MTIAOptions:
     minmax_idiom: bool = True           # compare-and-select NaN-propagating min/max -> one op (backend/passes/idioms.py)
     # compiler hints (off by default; a kernel opts in per launch, see backend/passes/persistent.py)
     persistent: bool = False            # at most one program per PE, looping over the grid's program ids
+    # compiler choice (Inductor's path turns it on): persistent where invariant loads are a
+    # large share of a program's loads (backend/passes/pipeline.py)
+    persistent_invariant: bool = False
 
     def hash(self) -> str:
         key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in fields(self))

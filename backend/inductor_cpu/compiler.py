@@ -16,4 +16,6 @@ class InductorCPUBackend(_mtia.MTIABackend):
         # Inductor's target carries a CPU "arch"; the chip is the driver's current one
         from backend.driver import DEVICE
         opts["arch"] = DEVICE.chip
+        from backend.inductor_cpu import options
+        opts["persistent_invariant"] = options.enabled("persistent_invariant")
         return super().parse_options(opts)

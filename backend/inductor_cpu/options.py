@@ -28,6 +28,11 @@ Each enhancement can be turned off alone, to measure what it buys:
   each position: the table of each index of a table-batched embedding bag) is computed as a
   compare-and-count reduction instead of Inductor's binary search, whose every step is a
   one-element-per-run gather (bucketize.py).
+- `persistent_invariant`: a kernel whose programs load the same bytes in every program (a
+  norm's weight and bias: at least a quarter of what a program loads) is compiled persistent,
+  one program per PE looping over the program ids with those loads hoisted, so they are read
+  once per PE instead of once per program (backend/passes/pipeline.py; the `persistent` hint of
+  the hand-written kernels, chosen by the compiler here).
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
@@ -46,6 +51,7 @@ from typing import Any
 
 DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": True, "split_reductions": True, "nd_tiling": True,
                              "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
+                             "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True}
 _ACTIVE: dict[str, bool] = {}

@@ -63,6 +63,28 @@ def _hoistable(op: Op, variant: set, written: set[str] | None) -> bool:
     return not any(v in variant for v in reads(op))
 
 
+def hoisted_load_share(fn: Function) -> float:
+    """The share of a program's loaded bytes that the persistent rewrite hoists out of the loop
+    over program ids (loads of tensors the kernel never writes, at addresses that do not depend
+    on the program id: a norm's weight and bias), each load counted once."""
+    written = _written_bases(fn)
+    variant: set[Value] = set()
+    hoisted = total = 0
+    for op in fn.body.ops:
+        up = _hoistable(op, variant, written)
+        if not up:
+            variant.update(op.results)
+            for r in op.regions:
+                for inner in walk(r):
+                    variant.update(inner.results)
+        for o in [op] + [o for r in op.regions for o in walk(r)]:
+            if o.name in ("mtia.dma_load", "mtia.gather") and o.results:
+                nb = o.results[0].type.nbytes
+                total += nb
+                hoisted += nb if up else 0
+    return hoisted / total if total else 0.0
+
+
 def run(fn: Function, prefetch: bool = True) -> None:
     """Rewrite `fn` in place into its persistent form (see the module docstring); with
     `prefetch`, the loop's loads of the next program id are issued before this id's compute."""
