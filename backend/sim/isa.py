@@ -225,10 +225,19 @@ BINARY: dict[str, Callable] = {
     "umulhi": _umulhi, "copysign": torch.copysign, "hypot": torch.hypot, "nextafter": torch.nextafter,
 }
 
+def _round_half_away(x):
+    """C round() / MLIR math.round / libdevice round: halfway cases away from zero (torch.round
+    rounds them to even: that is `rint`). x - trunc(x) is exact, so no addition rounds first."""
+    if not x.is_floating_point():
+        return x
+    t = torch.trunc(x)
+    return torch.where((x - t).abs() >= 0.5, t + torch.sign(x), t)
+
+
 # Transcendentals go to the SFU (lookup tables); the rest are plain SIMD ALU work.
 UNARY: dict[str, Callable] = {
     "neg": torch.neg, "abs": torch.abs, "not": torch.bitwise_not, "floor": torch.floor,
-    "ceil": torch.ceil, "trunc": torch.trunc, "round": torch.round, "rint": torch.round,
+    "ceil": torch.ceil, "trunc": torch.trunc, "round": _round_half_away, "rint": torch.round,
     "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2, "log10": torch.log10,
     "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
     "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh, "erf": torch.erf,

@@ -72,3 +72,26 @@ def test_frexp_through_inductor_matches_eager():
     c, _ = compile_for_mtia(fn, x)
     (m, e), (want_m, want_e) = c(x), fn(x)
     assert torch.equal(m, want_m) and torch.equal(e, want_e), (m, e)
+
+
+@triton.jit
+def _rounding(x_ptr, r_ptr, e_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(r_ptr + offs, libdevice.round(x))
+    tl.store(e_ptr + offs, libdevice.rint(x))
+
+
+def test_round_takes_halfway_cases_away_from_zero_and_rint_to_even():
+    """libdevice.round is C round(): 2.5 -> 3, -0.5 -> -1 (torch.round, like rint, gives 2 and
+    -0); 0.49999997 stays 0 (x + 0.5 would round up to 1 first); huge, infinite and NaN values
+    pass through."""
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, -3.7, 2.0 ** 24 + 2, float("inf"), float("nan"),
+                      -0.3, 7.0, 1e-30, -1e-30, 3.5, -4.5])
+    r, e = torch.empty_like(x), torch.empty_like(x)
+    _rounding[(1,)](x, r, e, N=16)
+    d = x.double()
+    want = torch.where((d - d.trunc()).abs() >= 0.5, d.trunc() + d.sign(), d.trunc()).float()
+    torch.testing.assert_close(r, want, equal_nan=True)
+    assert r[:5].tolist() == [1.0, 2.0, 3.0, -1.0, -3.0] and torch.signbit(r[10])
+    torch.testing.assert_close(e, torch.round(x), equal_nan=True)
