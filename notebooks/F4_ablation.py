@@ -21,7 +21,9 @@
 # (`study/compile_options.py`): `no_structured_dma`, `no_index_dma`, `no_transposed_dma`,
 # `no_dense_strided_dma`, `no_repeat_dma`, `no_reduction_engine`,
 # `single_buffer` (num_stages=1), `no_software_pipeline`, `no_program_overlap`, `no_persistent`
-# (the hint of the `triton_ext` kernels).
+# (the hint of the `triton_ext` kernels); and, on the `inductor` rows only, each chip-aware
+# Inductor switch (`inductor_no_*`, backend/inductor_cpu/options.py) and the backend pass that
+# reads Inductor's compare-and-select min/max as one op (`inductor_no_minmax_idiom`).
 #
 # Reads `results/raw/ablation.csv` (suite `ablation`).
 #

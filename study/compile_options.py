@@ -7,7 +7,8 @@ Triton's cache key. The runner activates one option set per worker process.
 
 Option sets named `inductor_no_*` switch off one chip-aware Inductor enhancement
 (backend/inductor_cpu/options.py) instead, through `MTIA_INDUCTOR`; they change only what the
-`inductor` implementation compiles. (The `extern_*` switches are not ablated here: off, the op
+`inductor` implementation compiles; `inductor_no_minmax_idiom` switches off a backend pass that
+only Inductor's code needs, and is measured on the same rows. (The `extern_*` switches are not ablated here: off, the op
 runs on the host and the row is an error, not a slower time; T3 shows them.)
 """
 from __future__ import annotations
@@ -36,6 +37,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # kernels calling mtia.pe_id() stay persistent: their work split depends on it
     "no_persistent": {"persistent": False},
     **{f"inductor_no_{k}": {k: False} for k in INDUCTOR_SWITCHES},
+    # a backend pass for the spelling of min/max in Inductor's helpers (backend/passes/idioms.py);
+    # no hand-written kernel uses it (the gate's cycles did not move when it landed), so like the
+    # Inductor switches it is measured on the inductor rows only
+    "inductor_no_minmax_idiom": {"minmax_idiom": False},
 }
 
 
