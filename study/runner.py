@@ -245,6 +245,7 @@ def _forget_compiled() -> None:
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
+    from backend.inductor_cpu.options import forget_compiled_kernels
     from study import inductor
     for obj in gc.get_objects():
         cls = type(obj)  # not isinstance: it reads __class__, which some lazy modules' objects warn on
@@ -253,6 +254,7 @@ def _forget_compiled() -> None:
         elif issubclass(cls, Autotuner):
             obj.cache.clear()
     inductor._COMPILED.clear()
+    forget_compiled_kernels()  # Inductor's kernels, kept by source (options are not in it)
     torch._dynamo.reset()
 
 

@@ -72,12 +72,29 @@ def activate(**overrides: Any) -> dict[str, bool]:
     unknown = set(overrides) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"unknown option(s) {sorted(unknown)}; known: {', '.join(DEFAULTS)}")
+    before = dict(_ACTIVE)
     _ACTIVE.clear()
     _ACTIVE.update(DEFAULTS)
     _ACTIVE.update(_parse(os.environ.get("MTIA_INDUCTOR", "")))
     _ACTIVE.update({k: bool(v) for k, v in overrides.items()})
     _apply_config(_ACTIVE)
+    if before and before != _ACTIVE:
+        forget_compiled_kernels()
     return dict(_ACTIVE)
+
+
+def forget_compiled_kernels() -> None:
+    """Drop the Triton kernels Inductor compiled in this process. Inductor keeps them in memory
+    keyed by their source (the kernels, and the generated modules that hold them); a switch
+    that reaches the backend's options and not the source (`persistent_invariant`) would
+    otherwise be served the kernel compiled under the old value."""
+    import sys
+    ac = sys.modules.get("torch._inductor.async_compile")
+    if ac is not None:
+        ac.CompiledTritonKernels.cache_clear()
+    cc = sys.modules.get("torch._inductor.codecache")
+    if cc is not None:
+        cc.PyCodeCache.cache_clear()
 
 
 def _apply_config(active: dict[str, bool]) -> None:

@@ -301,7 +301,7 @@ def test_a_persistent_reduction_takes_several_rows_and_loads_the_weight_once_per
     try:
         for on in (False, True):
             torch._dynamo.reset()
-            c, reps[on] = compile_for_mtia(fn, x, w, b, reduction_rows=on)
+            c, reps[on] = compile_for_mtia(fn, x, w, b, reduction_rows=on, persistent_invariant=False)
             torch.testing.assert_close(c(x, w, b), fn(x, w, b))
     finally:
         drv.set_regime(before)
@@ -315,7 +315,9 @@ def test_a_large_compare_and_count_takes_a_fixed_block_not_inductors_autotuning(
     # small_bucketize's reduction runs over a broadcast row (the boundaries): with rows enough
     # for every PE to hold a full block, `reduction_rows` fixes its block (int64: 128 rows of 32,
     # what local memory holds) instead of autotuning XBLOCK 1..128 through the simulator; the
-    # block autotuning would also pick is no slower, and the integers are the same
+    # block autotuning would also pick is no slower, and the integers are the same (without
+    # `persistent_invariant`, which makes the boundaries' load once per PE in either case when
+    # it is a large enough share of a program's loads)
     from study.compile_mtia import compile_for_mtia
     pos = torch.arange(64 * 128 * 2)
     # 26 boundaries, as the DLRM shape's tables (Inductor unrolls a reduction of 8 or fewer)
@@ -324,10 +326,50 @@ def test_a_large_compare_and_count_takes_a_fixed_block_not_inductors_autotuning(
     reps = {}
     for on in (False, True):
         torch._dynamo.reset()
-        c, reps[on] = compile_for_mtia(fn, pos, starts, reduction_rows=on)
+        c, reps[on] = compile_for_mtia(fn, pos, starts, reduction_rows=on, persistent_invariant=False)
         assert torch.equal(c(pos, starts), fn(pos, starts))
     (off,), (rows,) = reps[False].kernels, reps[True].kernels
     # Inductor names an autotuned persistent reduction triton_per_*, a fixed config triton_unk_*
     assert off.name.startswith("triton_per_") and rows.name.startswith("triton_unk_"), (off.name, rows.name)
     assert rows.grid == (128, 1, 1), rows.grid
     assert rows.cycles <= off.cycles, (rows.cycles, off.cycles, off.grid)
+
+
+def test_norm_weights_are_loaded_once_per_pe_by_persistent_programs() -> None:
+    # RMSNorm's weight is the same in every program: with `persistent_invariant` the kernel is
+    # compiled persistent (one program per PE) and the weight load hoisted out of the loop over
+    # program ids; the grid is then the PE count, the weight's bytes are read 64 times instead of
+    # once per program, and the numbers are the same
+    from study.compile_mtia import compile_for_mtia
+    x, w = torch.randn(512, 4096), torch.randn(4096)
+    fn = lambda x, w: torch.nn.functional.rms_norm(x, (4096,), w, 1e-6)  # noqa: E731
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(fn, x, w, persistent_invariant=on)
+        torch.testing.assert_close(c(x, w), fn(x, w), rtol=1e-5, atol=1e-5)
+    (off,), (per,) = reps[False].kernels, reps[True].kernels
+    assert off.grid[0] > 64 and per.grid == (64, 1, 1), (off.grid, per.grid)
+    assert per.engine_busy["DMA_IN"] < off.engine_busy["DMA_IN"] and per.cycles < off.cycles
+
+
+@triton.jit
+def _plain_row_bias(x_ptr, b_ptr, out_ptr, N: triton.language.constexpr):
+    offs = triton.language.program_id(0) * N + triton.language.arange(0, N)
+    triton.language.store(out_ptr + offs, triton.language.load(x_ptr + offs)
+                          + triton.language.load(b_ptr + triton.language.arange(0, N)))
+
+
+def test_a_plain_kernel_run_after_inductor_code_compiles_for_the_mtia_target() -> None:
+    # Inductor's generated code makes its `cpu` driver the active one for the rest of the
+    # process; a hand-written kernel launched afterwards must still compile for the MTIA target
+    # (with Inductor's options it would come out persistent: its cycles would depend on what
+    # ran before it in the process)
+    from study.compile_mtia import compile_for_mtia
+    x = torch.randn(64, 256)
+    compile_for_mtia(lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)), x)
+    n, rows = 256, 128
+    xs, b, out = torch.randn(rows * n), torch.randn(n), torch.empty(rows * n)
+    k = _plain_row_bias[(rows,)](xs, b, out, N=n)
+    torch.testing.assert_close(out, xs + b.repeat(rows))
+    assert k.metadata.target.backend == "mtia" and not k.metadata.persistent_invariant
