@@ -297,3 +297,33 @@ def test_persistent_that_does_not_fit_names_the_hint():
     out.zero_()
     _double[(3,)](x, out, N=65536, persistent=True, num_stages=1)
     assert torch.equal(out, x * 2)
+
+
+@triton.jit
+def _norm_like(x_ptr, w_ptr, out_ptr, N: tl.constexpr, TWICE: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    m = tl.sum(x, axis=0) / N
+    if TWICE:  # a second pass over the row, as a looped reduction's (masked: not the same load)
+        x = tl.load(x_ptr + offs, mask=tl.arange(0, N) < N, other=0.0)
+    tl.store(out_ptr + offs, (x - m) * tl.load(w_ptr + tl.arange(0, N)))
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_persistent_invariant_hoists_a_weight_read_once_per_pe_unless_the_row_streams_twice(twice):
+    """`persistent_invariant` (the compiler's choice on Inductor's path): the weight is half of a
+    program's loads, so the kernel runs persistent, one program per PE, with fewer bytes loaded;
+    a program that loads its row twice keeps one program per row (persistent it lost more to the
+    missing program overlap than it saved)."""
+    import backend.driver as drv
+    n, rows = 1024, 512
+    x, w, out = torch.randn(rows * n), torch.randn(n), torch.empty(rows * n)
+    got = {}
+    for on in (False, True):
+        with drv.record_launches() as recs:
+            k = _norm_like[(rows,)](x, w, out, N=n, TWICE=twice, persistent_invariant=on)
+        xs = x.view(rows, n)
+        torch.testing.assert_close(out.view(rows, n), (xs - xs.mean(1, keepdim=True)) * w, rtol=1e-5, atol=1e-5)
+        got[on] = (bool(k.metadata.persistent_invariant), recs[0].grid, recs[0].timing.engine_busy["DMA_IN"])
+    assert got[True][1] == ((rows, 1, 1) if twice else (64, 1, 1)), got
+    assert (got[True][2] < got[False][2]) != twice, got
