@@ -225,6 +225,7 @@ BINARY: dict[str, Callable] = {
     "umulhi": _umulhi, "copysign": torch.copysign, "hypot": torch.hypot, "nextafter": torch.nextafter,
 }
 
+
 def _round_half_away(x):
     """C round() / MLIR math.round / libdevice round: halfway cases away from zero (torch.round
     rounds them to even: that is `rint`). x - trunc(x) is exact, so no addition rounds first."""
