@@ -29,7 +29,8 @@ Each enhancement can be turned off alone, to measure what it buys:
   compare-and-count reduction instead of Inductor's binary search, whose every step is a
   one-element-per-run gather (bucketize.py).
 - `persistent_invariant`: a kernel whose programs load the same bytes in every program (a
-  norm's weight and bias: at least a quarter of what a program loads) is compiled persistent,
+  norm's weight and bias: at least a quarter of what a program loads and at least 8 KB, and no
+  tensor loaded twice by a program; backend/passes/pipeline.py) is compiled persistent,
   one program per PE looping over the program ids with those loads hoisted, so they are read
   once per PE instead of once per program (backend/passes/pipeline.py; the `persistent` hint of
   the hand-written kernels, chosen by the compiler here).

@@ -63,14 +63,12 @@ def _hoistable(op: Op, variant: set, written: set[str] | None) -> bool:
     return not any(v in variant for v in reads(op))
 
 
-def hoisted_load_share(fn: Function) -> float:
-    """The share of a program's loaded bytes that the persistent rewrite hoists out of the loop
-    over program ids (loads of tensors the kernel never writes, at addresses that do not depend
-    on the program id: a norm's weight and bias), each load counted once. 0 when a tensor is
-    loaded by more than one of the loads left in the loop: such a program streams its data
-    again (a looped reduction's second pass), and one program per PE running it loses more
-    to the lost program overlap than the hoisted loads save (LayerNorm in two passes: 520,338
-    -> 542,427 cycles)."""
+def hoisted_loads(fn: Function) -> tuple[int, int, bool]:
+    """What the persistent rewrite would hoist out of the loop over program ids: (bytes of the
+    hoisted loads: tensors the kernel never writes, at addresses that do not depend on the
+    program id, such as a norm's weight and bias; bytes of all the program's loads, each load
+    counted once; whether a tensor is loaded by more than one of the loads left in the loop,
+    a program that streams its data again, as a looped reduction's second pass)."""
     written = _written_bases(fn)
     variant: set[Value] = set()
     streamed: list[str] = []
@@ -86,12 +84,11 @@ def hoisted_load_share(fn: Function) -> float:
             if o.name in ("mtia.dma_load", "mtia.gather") and o.results:
                 nb = o.results[0].type.nbytes
                 total += nb
-                hoisted += nb if up else 0
-                if not up:
+                if up:
+                    hoisted += nb
+                else:
                     streamed.append(o.attrs["_desc"]["base"])
-    if len(streamed) != len(set(streamed)):
-        return 0.0
-    return hoisted / total if total else 0.0
+    return hoisted, total, len(streamed) != len(set(streamed))
 
 
 def run(fn: Function, prefetch: bool = True) -> None:

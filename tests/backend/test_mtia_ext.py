@@ -314,9 +314,9 @@ def test_persistent_invariant_hoists_a_weight_read_once_per_pe_unless_the_row_st
     """`persistent_invariant` (the compiler's choice on Inductor's path): the weight is half of a
     program's loads, so the kernel runs persistent, one program per PE, with fewer bytes loaded;
     a program that loads its row twice keeps one program per row (persistent it lost more to the
-    missing program overlap than it saved)."""
+    missing program overlap than it saved), and so does one whose weight is small."""
     import backend.driver as drv
-    n, rows = 1024, 512
+    n, rows = 2048, 256  # an 8 KB weight: the least the compiler hoists (pipeline.INVARIANT_BYTES)
     x, w, out = torch.randn(rows * n), torch.randn(n), torch.empty(rows * n)
     got = {}
     for on in (False, True):
@@ -327,3 +327,12 @@ def test_persistent_invariant_hoists_a_weight_read_once_per_pe_unless_the_row_st
         got[on] = (bool(k.metadata.persistent_invariant), recs[0].grid, recs[0].timing.engine_busy["DMA_IN"])
     assert got[True][1] == ((rows, 1, 1) if twice else (64, 1, 1)), got
     assert (got[True][2] < got[False][2]) != twice, got
+
+
+def test_persistent_invariant_leaves_a_small_weight_to_program_overlap():
+    import backend.driver as drv
+    n, rows = 512, 512  # a 2 KB weight
+    x, w, out = torch.randn(rows * n), torch.randn(n), torch.empty(rows * n)
+    with drv.record_launches() as recs:
+        _norm_like[(rows,)](x, w, out, N=n, TWICE=False, persistent_invariant=True)
+    assert recs[0].grid == (rows, 1, 1)
