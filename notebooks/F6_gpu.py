@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from study.gpu import half
-from study.plots import geomean, load, need, save_figure, style, write_table
+from study.plots import geomean, load, natural_sort, need, save_figure, style, write_table
 style()
 
 # %%
@@ -73,7 +73,7 @@ print(f"{device}, code {', '.join(s[:10] for s in shas)}: triton_gpu correct {in
       f"(workload, shape, dtype); torch_gpu correct {int(tor.correct.sum())}/{len(tor)}")
 clk = gpu.notes.fillna("").str.extract(r"clocks before sm=(\d+)MHz mem=(\d+)MHz, after sm=(\d+)MHz")
 print("SM clock after each job (MHz):", clk[2].dropna().astype(int).value_counts().to_dict())
-failed = tri[~tri.correct].reset_index()[key + ["notes"]]
+failed = natural_sort(tri[~tri.correct].reset_index()[key + ["notes"]], key)
 write_table(failed.assign(notes=failed.notes.str.slice(0, 90)), "F6_gpu_failures", f"Plain Triton kernels incorrect or failing on {device}")
 both = tri.merge(tor, left_index=True, right_index=True, suffixes=("_tri", "_tor"), how="inner")
 both = both[both.correct_tri & both.correct_tor & both.time_us_tri.notna() & both.time_us_tor.notna()].reset_index()

@@ -63,6 +63,17 @@ def geomean(values: Iterable[float]) -> float:
     return math.exp(sum(math.log(v) for v in vs) / len(vs))
 
 
+def natural_key(label: Any) -> tuple:
+    """Sort key for shape labels with numbers in them: m4096xn4096 before m14336xn4096."""
+    import re
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(label)))
+
+
+def natural_sort(df: Any, columns: list[str]) -> Any:
+    """`df` sorted by `columns`, numbers inside their values compared as numbers."""
+    return df.sort_values(columns, key=lambda col: col.map(natural_key)).reset_index(drop=True)
+
+
 def save_figure(fig: Any, name: str) -> list[Path]:
     out = results_dir() / "figures"
     out.mkdir(parents=True, exist_ok=True)
