@@ -15,6 +15,11 @@ backend/ and run on the functional simulator. Each (op, variant, dtype) gets one
   skipped         not applicable: dtype unsupported, sample generation or eager fails,
                   random or nondeterministic output
 
+`n_launches` counts every simulated launch while the samples compile and run, Inductor's
+autotuning of a kernel's configs included: with Inductor's cache (per source fingerprint,
+`--cache-dir`) warm it is about one per sample, cold it can be hundreds (795 for `add`). A
+status reads only whether it is non-zero.
+
 Every op runs in a process of its own forked by study/pool.py (the parent imports torch,
 Inductor and the backend once and warms them up), at most `--workers` at a time, with a per-op
 timeout; rows are appended one at a time through study/results.py, and a rerun skips (op,
