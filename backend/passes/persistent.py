@@ -63,32 +63,39 @@ def _hoistable(op: Op, variant: set, written: set[str] | None) -> bool:
     return not any(v in variant for v in reads(op))
 
 
+def _partition(ops: list[Op], written: set[str] | None) -> tuple[list[Op], list[Op]]:
+    """(ops hoisted before the loop over program ids, ops left in it). Values that change from
+    one program id to the next: the program id and everything computed from it, plus the
+    results of every op left in the loop."""
+    variant: set[Value] = set()
+    prologue: list[Op] = []
+    loop_ops: list[Op] = []
+    for op in ops:
+        if _hoistable(op, variant, written):
+            prologue.append(op)
+        else:
+            loop_ops.append(op)
+            variant.update(op.results)
+            for r in op.regions:
+                for inner in walk(r):
+                    variant.update(inner.results)
+    return prologue, loop_ops
+
+
 def hoisted_loads(fn: Function) -> tuple[int, int, bool]:
     """What the persistent rewrite would hoist out of the loop over program ids: (bytes of the
     hoisted loads: tensors the kernel never writes, at addresses that do not depend on the
     program id, such as a norm's weight and bias; bytes of all the program's loads, each load
     counted once; whether a tensor is loaded by more than one of the loads left in the loop,
     a program that streams its data again, as a looped reduction's second pass)."""
-    written = _written_bases(fn)
-    variant: set[Value] = set()
-    streamed: list[str] = []
-    hoisted = total = 0
-    for op in fn.body.ops:
-        up = _hoistable(op, variant, written)
-        if not up:
-            variant.update(op.results)
-            for r in op.regions:
-                for inner in walk(r):
-                    variant.update(inner.results)
-        for o in [op] + [o for r in op.regions for o in walk(r)]:
-            if o.name in ("mtia.dma_load", "mtia.gather") and o.results:
-                nb = o.results[0].type.nbytes
-                total += nb
-                if up:
-                    hoisted += nb
-                else:
-                    streamed.append(o.attrs["_desc"]["base"])
-    return hoisted, total, len(streamed) != len(set(streamed))
+    def loads(ops: list[Op]) -> list[Op]:
+        return [o for o in walk(Region([], ops)) if o.name in ("mtia.dma_load", "mtia.gather") and o.results]
+    prologue, loop_ops = _partition(fn.body.ops, _written_bases(fn))
+    hoisted = sum(o.results[0].type.nbytes for o in loads(prologue))
+    streamed = loads(loop_ops)
+    streamed_bases = [o.attrs["_desc"]["base"] for o in streamed]
+    total = hoisted + sum(o.results[0].type.nbytes for o in streamed)
+    return hoisted, total, len(streamed_bases) != len(set(streamed_bases))
 
 
 def run(fn: Function, prefetch: bool = True) -> None:
@@ -108,20 +115,7 @@ def run(fn: Function, prefetch: bool = True) -> None:
             raise UnsupportedError(f"kernel '{fn.name}': argument name '{name}' is reserved by persistent=True")
 
     written = _written_bases(fn)
-    # values that change from one program id to the next: the program id and everything
-    # computed from it, plus the results of every op left in the loop
-    variant: set[Value] = set()
-    prologue: list[Op] = []
-    loop_ops: list[Op] = []
-    for op in body_ops:
-        if _hoistable(op, variant, written):
-            prologue.append(op)
-        else:
-            loop_ops.append(op)
-            variant.update(op.results)
-            for r in op.regions:
-                for inner in walk(r):
-                    variant.update(inner.results)
+    prologue, loop_ops = _partition(body_ops, written)
 
     i32 = Type("i32")
     grid = [Value(i32, f"%{n}") for n in PERSISTENT_PARAMS]

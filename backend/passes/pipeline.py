@@ -79,13 +79,13 @@ def _invariant_pays(loads: tuple[int, int, bool]) -> bool:
 
 
 def _snapshot(fn: Function) -> Callable[[], None]:
-    """A function that puts `fn`'s body and arguments back as they are now (the persistent
-    rewrite adds hidden arguments)."""
-    keep = {id(a): a for a in fn.args}
-    body, args, names = copy.deepcopy(fn.body, keep), list(fn.args), list(fn.arg_names)
+    """A function that puts `fn`'s body and arguments back as they are now, once (the
+    persistent rewrite adds hidden arguments)."""
+    body = copy.deepcopy(fn.body, {id(a): a for a in fn.args})
+    args, names = list(fn.args), list(fn.arg_names)
 
     def restore() -> None:
-        fn.body, fn.args, fn.arg_names = copy.deepcopy(body, keep), list(args), list(names)
+        fn.body, fn.args, fn.arg_names = body, list(args), list(names)
     return restore
 
 
