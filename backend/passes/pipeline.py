@@ -23,10 +23,13 @@ INVARIANT_BYTES = 8192
 
 def run(fn: Function, options: object) -> dict:
     """Run the level-1 passes in place; returns the count of each kind of memory op."""
-    from backend.passes import dce, idioms, persistent, rotate, schedule, structure
+    from backend.passes import dce, idioms, persistent, rotate, schedule, structure, tabulate
     if getattr(options, "minmax_idiom", True):
         idioms.run(fn)
+    tabulated = tabulate.run(fn) if getattr(options, "tabulate", True) else 0
     report = structure.run(fn, options)
+    if tabulated:
+        report["tabulated_chains"] = tabulated
     asks = persistent.asks_for_pe(fn)
     if asks:
         report["pe_queries"] = True
