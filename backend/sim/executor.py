@@ -23,7 +23,8 @@ import torch
 from backend.program import ITEMSIZE, TORCH_DTYPE, Block, Instr, Program, registers_in
 from backend.sim import lockstep
 from backend.sim.cost.inputs import (DmaInputs, MatmulInputs, ReduceInputs, VectorInputs, fma_inputs,
-                                     indexed_dma_inputs, matmul_inputs, reduce_inputs, vector_inputs)
+                                     indexed_dma_inputs, matmul_inputs, reduce_inputs, scalar_access_inputs,
+                                     vector_inputs)
 from backend.sim.fastpath import specialise, without_gc
 from backend.sim.isa import SEMANTICS, ExecState, SimulationError
 from backend.sim.memory import GlobalMemory, placeholder
@@ -158,7 +159,26 @@ def _t_dma_gather(st: ExecState, ins: Instr) -> DmaInputs:
     return indexed_dma_inputs(sel.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
 
 
+def _t_scalar_load(st: ExecState, ins: Instr) -> DmaInputs:
+    """The scalar path's load of a pointer tile without its data: the addresses under the mask
+    are resolved and checked as the functional load does (the same errors), the destination
+    gets the placeholder tile, and the cost inputs count the same accesses."""
+    addr = st.v(ins.args["addr"])
+    if not isinstance(addr, torch.Tensor):
+        return SEMANTICS[ins.op].run(st, ins)
+    dtype = ins.attrs["dtype"]
+    flat = addr.reshape(-1)
+    mask = st.v(ins.args.get("mask"))
+    if mask is not None:
+        m = mask if isinstance(mask, torch.Tensor) else torch.tensor(bool(mask))
+        flat = flat[m.expand(addr.shape).reshape(-1)]
+    st.memory.check_addresses(flat, dtype, st, ins)
+    placeholder(st, ins.dst[0], list(addr.shape), dtype)
+    return scalar_access_inputs(flat.numel(), ITEMSIZE[dtype])
+
+
 TIMING_ONLY = {
+    "scalar.load": _t_scalar_load,
     "dpe.matmul": _t_matmul, "simd.binary": _t_elementwise, "sfu.binary": _t_elementwise,
     "simd.unary": _t_elementwise, "sfu.unary": _t_elementwise, "simd.fma": _t_elementwise,
     "simd.cast": _t_elementwise, "simd.splat": _t_splat, "re.reduce": _t_reduce,

@@ -346,6 +346,20 @@ class GlobalMemory:
             groups.append((reg, sel, rel // size))
         return groups
 
+    def check_addresses(self, flat: torch.Tensor, dtype: str, st: ExecState, ins: Instr) -> None:
+        """Raise what _resolve_addresses raises for these byte addresses (misaligned, out of
+        bounds), without resolving them when they all fall inside one tensor."""
+        if flat.numel() == 0:
+            return
+        lo, hi = int(flat.min()), int(flat.max())
+        i = bisect.bisect_right(self._starts, lo) - 1
+        r = self.regions[i] if i >= 0 else None
+        size = ITEMSIZE[dtype]
+        if r is not None and lo < r.start + r.nbytes and hi + size <= r.start + r.nbytes \
+                and not bool(((flat - r.start) % size != 0).any()):
+            return
+        self._resolve_addresses(flat, dtype, st, ins)
+
     def load_addresses(self, st: ExecState, ins: Instr) -> DmaInputs:
         dtype = ins.attrs["dtype"]
         addr = st.v(ins.args["addr"])

@@ -274,3 +274,30 @@ def test_error_names_the_stages_tried_when_nothing_fits():
         big_tile_kernel[(1,)](torch.zeros(1024 * 1024), torch.zeros(1024), B=1024, num_stages=3)
     msg = str(ei.value)
     assert "big_tile_kernel" in msg and "tried num_stages 3 down to 1" in msg and "num_stages=1." not in msg
+
+
+@triton.jit
+def masked_gather_copy_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    src = (offs * 7) % 128  # masked-off lanes address past the end of x
+    x = tl.load(x_ptr + src, mask=src < n, other=0.0)
+    tl.store(o_ptr + offs, x)
+
+
+def test_the_scalar_path_in_timing_mode_checks_addresses_and_counts_accesses_as_functional_mode():
+    # timing mode does not read the scalar path's data; what it checks and charges does not change
+    from backend.driver import record_launches, sim_mode
+    x, out = torch.randn(100), torch.zeros(128)
+    cycles = {}
+    for mode in ("functional", "timing"):
+        with sim_mode(mode), record_launches() as recs:
+            masked_gather_copy_kernel[(1,)](x, out, 100, BLOCK=128, structured_dma=False, index_dma=False)
+        cycles[mode] = (recs[0].cycles, recs[0].timing.bytes, recs[0].timing.engine_busy)
+        if mode == "functional":
+            src = (torch.arange(128) * 7) % 128
+            assert torch.equal(out, torch.where(src < 100, x[src.clamp(max=99)], 0.0))
+        with sim_mode(mode), pytest.raises(SimulationError) as ei:
+            masked_gather_copy_kernel[(1,)](x, out, 128, BLOCK=128, structured_dma=False, index_dma=False)
+        assert "out-of-bounds" in str(ei.value) and "'x_ptr'" in str(ei.value), mode
+        assert f"{HERE}:{line_of(masked_gather_copy_kernel, 'x = tl.load')}:" in str(ei.value)
+    assert cycles["functional"] == cycles["timing"]
