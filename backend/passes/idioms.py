@@ -13,12 +13,14 @@ result is IEEE 754-2019 maximum / minimum (`arith.maximumf` / `arith.minimumf`: 
 operand gives NaN), one SIMD instruction, and a `max` / `min` kind on the reduction engine. The
 one difference is which zero a tie of +0 and -0 returns (the select gives `b`, maximum gives
 +0), which no comparison with torch tells apart. Switch: `MTIAOptions.minmax_idiom`.
+
+The cat / stack selects: see cat_selects below.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from backend.tile_ir import Function, Op, Region, walk
+from backend.tile_ir import Function, Op, Region, Value, walk
 
 _KIND = {"ogt": "arith.maximumf", "olt": "arith.minimumf"}
 
@@ -63,4 +65,121 @@ def _region(region: Region, uses: Counter) -> int:
                         uses[id(x)] -= 1
     if dead:
         region.ops[:] = [op for op in region.ops if id(op) not in dead]
+    return n
+
+
+# ----------------------------------------------------------------------------- cat / stack
+#
+# TorchInductor writes `torch.cat` / `torch.stack` of two inputs along the last axis as
+#
+#     a = tl.where(left, f(tl.load(p, left & rows, other=0)), 0)
+#     b = tl.where(right, g(tl.load(q, right & rows, other=0)), 0)    # right = not left
+#     out = tl.where(left, a, b)
+#
+# The outer select already picks `a` only where `left` holds (and `b` only where it does not):
+# the inner selects are redundant, `out = where(left, f(...), g(...))`. When both inputs read
+# the same pointers (a stack of two functions of one tensor: MX4's two nibbles of a byte),
+# the two masked loads are one load under `rows`, each masked as before with a select. Exact
+# rewrites; switch: `MTIAOptions.cat_idiom`.
+
+_NEGATED = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sle": "sgt", "sgt": "sle",
+            "ult": "uge", "uge": "ult", "ule": "ugt", "ugt": "ule"}
+_SAME_VIEW = ("tt.broadcast", "tt.expand_dims", "tt.reshape")
+_MEMORY_EFFECTS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.call")
+
+
+def _complements(a, b, defs: dict) -> bool:
+    """`a` is `not b` elementwise: integer compares of the same operands with negated
+    predicates, or the same views of two such compares."""
+    if a.type.shape != b.type.shape:
+        return False
+    da, db = defs.get(id(a)), defs.get(id(b))
+    while da is not None and db is not None and da.name == db.name and da.name in _SAME_VIEW \
+            and da.attrs == db.attrs:
+        a, b = da.operands[0], db.operands[0]
+        if a.type.shape != b.type.shape:
+            return False
+        da, db = defs.get(id(a)), defs.get(id(b))
+    return (da is not None and db is not None and da.name == db.name == "arith.cmpi"
+            and len(da.operands) == len(db.operands) == 2
+            and all(x is y for x, y in zip(da.operands, db.operands))
+            and _NEGATED.get(da.attrs.get("pred")) == db.attrs.get("pred"))
+
+
+def cat_selects(fn: Function) -> int:
+    """Drop the selects and the load that Inductor's cat / stack spelling repeats; returns the
+    number of rewrites."""
+    n = 0
+    for region in _regions(fn.body):
+        n += _merge_loads(region, {id(r): op for op in walk(fn.body) for r in op.results})
+        defs = {id(r): op for op in walk(fn.body) for r in op.results}
+        for op in region.ops:
+            if op.name != "arith.select" or len(op.operands) != 3:
+                continue
+            c, x, y = op.operands
+            dx, dy = defs.get(id(x)), defs.get(id(y))
+            if dx is not None and dx.name == "arith.select" and dx.result.type == x.type:
+                if dx.operands[0] is c:            # where(c, where(c, u, v), y) = where(c, u, y)
+                    x = dx.operands[1]
+                elif _complements(dx.operands[0], c, defs):   # where(c, where(!c, u, v), y) = where(c, v, y)
+                    x = dx.operands[2]
+            if dy is not None and dy.name == "arith.select" and dy.result.type == y.type:
+                if dy.operands[0] is c:            # where(c, x, where(c, u, v)) = where(c, x, v)
+                    y = dy.operands[2]
+                elif _complements(dy.operands[0], c, defs):   # where(c, x, where(!c, u, v)) = where(c, x, u)
+                    y = dy.operands[1]
+            if x is not op.operands[1] or y is not op.operands[2]:
+                op.operands = [c, x, y]
+                n += 1
+    return n
+
+
+def _regions(region: Region):
+    yield region
+    for op in region.ops:
+        for r in op.regions:
+            yield from _regions(r)
+
+
+def _rows_of(mask, other_mask, defs: dict):
+    """The common factor `rows` when `mask` = `a & rows` and `other_mask` = `!a & rows`."""
+    dm, do = defs.get(id(mask)), defs.get(id(other_mask))
+    if dm is None or do is None or dm.name != "arith.andi" or do.name != "arith.andi":
+        return None
+    for i in (0, 1):
+        for j in (0, 1):
+            if dm.operands[1 - i] is do.operands[1 - j] and _complements(dm.operands[i], do.operands[j], defs):
+                return dm.operands[1 - i]
+    return None
+
+
+def _merge_loads(region: Region, defs: dict) -> int:
+    """Two loads of the same pointers under complementary halves of one mask: one load under
+    the mask, each original value a select of it."""
+    n = 0
+    i = 0
+    while i < len(region.ops):
+        a = region.ops[i]
+        if a.name != "tt.load" or len(a.operands) != 3 or a.attrs.get("volatile"):
+            i += 1
+            continue
+        for j in range(i + 1, len(region.ops)):
+            b = region.ops[j]
+            if b.name in _MEMORY_EFFECTS or any(o.name in _MEMORY_EFFECTS for r in b.regions for o in walk(r)):
+                break  # a store in between may change what the second load reads
+            if b.name != "tt.load" or len(b.operands) != 3 or b.attrs != a.attrs \
+                    or b.operands[0] is not a.operands[0] or b.operands[2] is not a.operands[2]:
+                continue
+            rows = _rows_of(a.operands[1], b.operands[1], defs)
+            if rows is None:
+                continue
+            ptr, other = a.operands[0], a.operands[2]
+            whole = Op("tt.load", [ptr, rows, other], [Value(a.result.type)], dict(a.attrs), [], a.loc)
+            first = Op("arith.select", [a.operands[1], whole.result, other], [a.result], {}, [], a.loc)
+            second = Op("arith.select", [b.operands[1], whole.result, other], [b.result], {}, [], b.loc)
+            region.ops[j] = second
+            region.ops[i:i + 1] = [whole, first]
+            n += 1
+            break
+        i += 1
     return n

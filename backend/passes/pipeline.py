@@ -26,6 +26,8 @@ def run(fn: Function, options: object) -> dict:
     from backend.passes import dce, idioms, persistent, rotate, schedule, structure, tabulate
     if getattr(options, "minmax_idiom", True):
         idioms.run(fn)
+    if getattr(options, "cat_idiom", True):
+        idioms.cat_selects(fn)
     tabulated = tabulate.run(fn) if getattr(options, "tabulate", True) else 0
     report = structure.run(fn, options)
     if tabulated:
