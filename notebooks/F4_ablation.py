@@ -23,7 +23,12 @@
 # `single_buffer` (num_stages=1), `no_software_pipeline`, `no_program_overlap`, `no_persistent`
 # (the hint of the `triton_ext` kernels); and, on the `inductor` rows only, each chip-aware
 # Inductor switch (`inductor_no_*`, backend/inductor_cpu/options.py) and the backend pass that
-# reads Inductor's compare-and-select min/max as one op (`inductor_no_minmax_idiom`).
+# reads Inductor's compare-and-select min/max as one op (`inductor_no_minmax_idiom`), and the one
+# that reads its cat / stack selects (`inductor_no_cat_idiom`); `no_tabulate`, the pass that
+# computes a small-range integer's elementwise chain as a table. The kernels are the 8 workloads
+# of the cross-section, plus MX4 dequantise for the switches that serve it and none of the
+# cross-section: `no_tabulate`, `inductor_no_cat_idiom` and `no_repeat_dma` (its geomean then
+# mixes the 8 workloads' 1.00x with MX4's; the heatmap shows each kernel).
 #
 # Reads `results/raw/ablation.csv` (suite `ablation`).
 #

@@ -41,6 +41,12 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # no hand-written kernel uses it (the gate's cycles did not move when it landed), so like the
     # Inductor switches it is measured on the inductor rows only
     "inductor_no_minmax_idiom": {"minmax_idiom": False},
+    # Inductor's cat / stack spelling (backend/passes/idioms.py): measured on MX4 dequantise
+    # (study/suites.py ABLATION_EXTRA), whose stack of two nibbles it serves
+    "inductor_no_cat_idiom": {"cat_idiom": False},
+    # small-range integer chains as tables (backend/passes/tabulate.py): a backend pass for every
+    # kernel; none of the cross-section has such a chain, MX4 dequantise does
+    "no_tabulate": {"tabulate": False},
 }
 
 

@@ -48,6 +48,15 @@ class Suite:
     # checked against torch in functional mode at a ragged test shape (runner.check_shapes). For the
     # sweeps that multiply the work; `full` checks numbers at every study shape.
     sim_mode: str = "functional"
+    # workloads outside `workloads` run with only some option sets: {workload: option sets}
+    # (the ablation of a pass that no kernel of the cross-section exercises, on a kernel it serves)
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def runs(self, workload: str, options: str) -> bool:
+        """Whether the suite runs `workload` with the option set `options` (workloads and extra)."""
+        if self.workloads is None or workload in self.workloads:
+            return True
+        return any(w == workload and options in opts for w, opts in self.extra)
 
 
 # The representative production shape of each workload: the one shape the sweeps that multiply
@@ -66,6 +75,13 @@ PRIMARY = {
 # A cross-section of the families for the sweeps that multiply the work (ablation, generations).
 CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_bag_sum", "index_select",
                            "flash_attention", "transpose"})
+# The ablation's kernels beyond the cross-section: a pass or DMA form none of its kernels uses,
+# switched off on a workload whose kernels do (with its default-option row to compare with)
+# (MX4 quantise, which dense strided DMA serves, is left out: its Inductor rows simulate their
+# integer outputs functionally, 33 s a job on a 2-core host)
+ABLATION_EXTRA = (
+    ("mx4_dequantize", ("default", "no_tabulate", "inductor_no_cat_idiom", "no_repeat_dma")),
+)
 
 
 # The sensitivity study (F9): each modelling choice no source publishes (the [assumptions]
@@ -123,7 +139,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
           impls=("triton",), autotune=True, cached_compile=False, wants=_is_autotuned),
     Suite("ablation", "each backend compile option switched off in turn (F4)", "study", _default_chip,
           impls=TRITON_IMPLS + ("inductor",), options=tuple(ABLATIONS), primary_only=True, first_dtype_only=True,
-          workloads=CROSS_SECTION, sim_mode="timing"),
+          workloads=CROSS_SECTION, sim_mode="timing", extra=ABLATION_EXTRA),
     Suite("sensitivity", "triton and expert on the cross-section with one modelling assumption changed at a "
           "time (F9)", "study", sensitivity_chips, impls=("triton", "expert"), primary_only=True,
           first_dtype_only=True, workloads=CROSS_SECTION, sim_mode="timing", reprice=True),
@@ -177,7 +193,7 @@ def plan(suite: Suite, workloads: dict[str, Workload], only: set[str] | None = N
                     continue
                 if suite.families is not None and w.family not in suite.families:
                     continue
-                if not suite.wants(w) or (suite.workloads is not None and name not in suite.workloads):
+                if not suite.wants(w) or not suite.runs(name, opt):
                     continue
                 impls = [i for i in suite.impls if i in w.impls and not i.endswith("_gpu")]
                 if opt.startswith("inductor_"):  # an Inductor switch changes only Inductor's code

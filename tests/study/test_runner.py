@@ -193,3 +193,16 @@ def test_a_sweep_records_each_jobs_wall_and_the_next_starts_the_longest_first(tm
     recorded = {_wall_key(jobs[0]): {"wall_s": "1.0"}, _wall_key(jobs[1]): {"wall_s": "5.0"}}
     # never timed first (any may be long), in plan order; then the timed ones, longest first
     assert _longest_first(jobs, recorded) == jobs[2:] + [jobs[1], jobs[0]]
+
+
+def test_the_ablation_runs_a_workload_outside_its_cross_section_only_with_the_switches_it_names():
+    from study.registry import load_all
+    from study.suites import ABLATION_EXTRA, CROSS_SECTION, plan
+    jobs = plan(get_suite("ablation"), load_all())
+    extra = dict(ABLATION_EXTRA)
+    for name, opts in extra.items():
+        assert name not in CROSS_SECTION
+        assert "default" in opts  # the rows its slowdowns are relative to
+        assert sorted({j.options for j in jobs if j.workload == name}) == sorted(opts)
+    # the cross-section runs every option set
+    assert {j.options for j in jobs if j.workload == "softmax"} == set(get_suite("ablation").options)
