@@ -36,7 +36,7 @@
 # log2, red above 1x: >1x means the feature helps that kernel, 1.00x that it does not matter
 # there. "fails": the kernel does not run with the feature off (a persistent kernel's tiles
 # overflow local memory without structured DMA); blank: the switch does not apply (Inductor's
-# switches on hand-written kernels). The table `F4_ablation_geomean` is the geometric mean per
+# switches on hand-written kernels; MX4 dequantise with a switch it was not run with). The table `F4_ablation_geomean` is the geometric mean per
 # feature over the kernels that ran.
 # Times are simulated (deterministic), so even small differences are real effects of the
 # model, not noise.
@@ -90,7 +90,7 @@ for _, f in failed.iterrows():  # seaborn leaves empty cells unannotated
                 fontsize=7, color="#B00000")
 ax.set_xlabel("switched off"); ax.set_ylabel("")
 ax.set_title("Ablation: slowdown with one backend feature off (>1x = the feature helps); "
-             "fails: does not run with it off; blank: the switch does not apply (Inductor's on hand-written kernels)",
-             fontsize=9)
+             "fails: does not run with it off; blank: the switch does not apply (Inductor's on hand-written kernels) "
+             "or was not run (MX4 dequantise: only the switches that serve it)", fontsize=9)
 save_figure(fig, "F4_ablation")
 summary
