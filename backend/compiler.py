@@ -85,6 +85,7 @@ class MTIAOptions:
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
     software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
     minmax_idiom: bool = True           # compare-and-select NaN-propagating min/max -> one op (backend/passes/idioms.py)
+    round_idiom: bool = True            # where(y >= 0, floor(y + .5), ceil(y - .5)) -> trunc(y + copysign(.5, y)) (idioms.py)
     cat_idiom: bool = True              # Inductor's cat / stack: redundant selects, one load for both halves (idioms.py)
     tabulate: bool = True               # elementwise chains of a small-range integer -> table + gather (passes/tabulate.py)
     # compiler hints (off by default; a kernel opts in per launch, see backend/passes/persistent.py)

@@ -24,11 +24,12 @@
 # (the hint of the `triton_ext` kernels); and, on the `inductor` rows only, each chip-aware
 # Inductor switch (`inductor_no_*`, backend/inductor_cpu/options.py) and the backend pass that
 # reads Inductor's compare-and-select min/max as one op (`inductor_no_minmax_idiom`), and the one
-# that reads its cat / stack selects (`inductor_no_cat_idiom`); `no_tabulate`, the pass that
-# computes a small-range integer's elementwise chain as a table. The kernels are the 8 workloads
-# of the cross-section, plus MX4 dequantise for the switches that serve it and none of the
-# cross-section: `no_tabulate`, `inductor_no_cat_idiom` and `no_repeat_dma` (its geomean then
-# mixes the 8 workloads' 1.00x with MX4's; the heatmap shows each kernel).
+# that reads its cat / stack selects (`inductor_no_cat_idiom`) and its round half away
+# (`inductor_no_round_idiom`); `no_tabulate`, the pass that computes a small-range integer's
+# elementwise chain as a table. The kernels are the 8 workloads of the cross-section, plus MX4
+# dequantise for the switches that serve it and none of the cross-section (`no_tabulate`,
+# `inductor_no_cat_idiom`, `no_repeat_dma`) and INT8 quantise for `inductor_no_round_idiom`
+# (a geomean then mixes the 8 workloads' 1.00x with that kernel's; the heatmap shows each kernel).
 #
 # Reads `results/raw/ablation.csv` (suite `ablation`).
 #
@@ -36,7 +37,7 @@
 # log2, red above 1x: >1x means the feature helps that kernel, 1.00x that it does not matter
 # there. "fails": the kernel does not run with the feature off (a persistent kernel's tiles
 # overflow local memory without structured DMA); blank: the switch does not apply (Inductor's
-# switches on hand-written kernels; MX4 dequantise with a switch it was not run with). The table `F4_ablation_geomean` is the geometric mean per
+# switches on hand-written kernels; MX4 dequantise and INT8 quantise with a switch they were not run with). The table `F4_ablation_geomean` is the geometric mean per
 # feature over the kernels that ran.
 # Times are simulated (deterministic), so even small differences are real effects of the
 # model, not noise.
@@ -91,6 +92,6 @@ for _, f in failed.iterrows():  # seaborn leaves empty cells unannotated
 ax.set_xlabel("switched off"); ax.set_ylabel("")
 ax.set_title("Ablation: slowdown with one backend feature off (>1x = the feature helps); "
              "fails: does not run with it off; blank: the switch does not apply (Inductor's on hand-written kernels) "
-             "or was not run (MX4 dequantise: only the switches that serve it)", fontsize=9)
+             "or was not run (MX4 dequantise, INT8 quantise: only the switches that serve them)", fontsize=9)
 save_figure(fig, "F4_ablation")
 summary

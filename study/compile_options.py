@@ -44,6 +44,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # Inductor's cat / stack spelling (backend/passes/idioms.py): measured on MX4 dequantise
     # (study/suites.py ABLATION_EXTRA), whose stack of two nibbles it serves
     "inductor_no_cat_idiom": {"cat_idiom": False},
+    # torch's round-half-away spelling (floor / ceil / select) as trunc(y + copysign(0.5, y)):
+    # measured on INT8 quantise (ABLATION_EXTRA), whose reference writes it
+    "inductor_no_round_idiom": {"round_idiom": False},
     # small-range integer chains as tables (backend/passes/tabulate.py): a backend pass for every
     # kernel; none of the cross-section has such a chain, MX4 dequantise does
     "no_tabulate": {"tabulate": False},

@@ -81,6 +81,7 @@ CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_b
 # integer outputs functionally, 33 s a job on a 2-core host)
 ABLATION_EXTRA = (
     ("mx4_dequantize", ("default", "no_tabulate", "inductor_no_cat_idiom", "no_repeat_dma")),
+    ("quantize_int8_rowwise", ("default", "inductor_no_round_idiom")),
 )
 
 

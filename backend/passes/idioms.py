@@ -183,3 +183,78 @@ def _merge_loads(region: Region, defs: dict) -> int:
             break
         i += 1
     return n
+
+
+# ----------------------------------------------------------------------------- round half away
+#
+# torch has no round-half-away-from-zero; code that needs one (the INT8 quantise reference)
+# writes `where(y >= 0, floor(y + 0.5), ceil(y - 0.5))`: five SIMD passes and a select. For
+# y >= 0, y + 0.5 >= 0.5 and floor is trunc; for y < 0, y - 0.5 < 0 and ceil is trunc; so it
+# is `trunc(y + copysign(0.5, y))`, with the same additions (y - 0.5 is y + -0.5) rounded the
+# same way: three passes. The one difference is y = -0.0, which gives -0.0 instead of +0.0
+# (equal as numbers, and the same code once converted to an integer). A NaN gives NaN both ways.
+# Switch: `MTIAOptions.round_idiom`.
+
+_FLOOR = ("math.floor", "mtia.floor")
+_CEIL = ("math.ceil", "mtia.ceil")
+
+
+def _unary_kind(op: Op | None, names: tuple[str, str]) -> bool:
+    if op is None or len(op.operands) != 1:
+        return False
+    return op.name == names[0] or (op.name == "tt.extern_elementwise" and op.attrs.get("symbol") == names[1])
+
+
+def _const_float(v, defs: dict) -> float | None:
+    op = defs.get(id(v))
+    while op is not None and op.name in _SAME_VIEW + ("tt.splat",):
+        op = defs.get(id(op.operands[0]))
+    if op is None or op.name != "arith.constant":
+        return None
+    vals = op.attrs.get("values", [op.attrs.get("value")])
+    return float(vals[0]) if len(vals) == 1 and isinstance(vals[0], (int, float)) else None
+
+
+def round_half_away(fn: Function) -> int:
+    """Rewrite every such select in place; returns how many were rewritten."""
+    n = 0
+    for region in _regions(fn.body):
+        defs = {id(r): op for op in walk(fn.body) for r in op.results}
+        out = []
+        for op in region.ops:
+            y = _half_away_operand(op, defs)
+            if y is None:
+                out.append(op)
+                continue
+            t = op.result.type
+            half = Value(t)
+            signed = Value(t)
+            shifted = Value(t)
+            out += [Op("arith.constant", [], [half], {"values": [0.5]}, [], op.loc),
+                    Op("math.copysign", [half, y], [signed], {}, [], op.loc),
+                    Op("arith.addf", [y, signed], [shifted], {}, [], op.loc),
+                    Op("math.trunc", [shifted], [op.result], {}, [], op.loc)]
+            n += 1
+        region.ops[:] = out
+    return n
+
+
+def _half_away_operand(op: Op, defs: dict):
+    """`y` when `op` is where(y >= 0, floor(y + 0.5), ceil(y - 0.5)) on float tiles, else None."""
+    if op.name != "arith.select" or len(op.operands) != 3 or not op.result.type.is_tile:
+        return None
+    c, a, b = (defs.get(id(v)) for v in op.operands)
+    if c is None or c.name != "arith.cmpf" or c.attrs.get("pred") != "oge" or _const_float(c.operands[1], defs) != 0.0:
+        return None
+    y = c.operands[0]
+    if not (_unary_kind(a, _FLOOR) and _unary_kind(b, _CEIL)):
+        return None
+    up, down = defs.get(id(a.operands[0])), defs.get(id(b.operands[0]))
+    if up is None or down is None or up.name != "arith.addf" or up.operands[0] is not y \
+            or _const_float(up.operands[1], defs) != 0.5:
+        return None
+    if down.name == "arith.subf" and down.operands[0] is y and _const_float(down.operands[1], defs) == 0.5:
+        return y
+    if down.name == "arith.addf" and down.operands[0] is y and _const_float(down.operands[1], defs) == -0.5:
+        return y
+    return None

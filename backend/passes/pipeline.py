@@ -28,6 +28,8 @@ def run(fn: Function, options: object) -> dict:
         idioms.run(fn)
     if getattr(options, "cat_idiom", True):
         idioms.cat_selects(fn)
+    if getattr(options, "round_idiom", True):
+        idioms.round_half_away(fn)
     tabulated = tabulate.run(fn) if getattr(options, "tabulate", True) else 0
     report = structure.run(fn, options)
     if tabulated:
