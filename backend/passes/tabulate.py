@@ -37,6 +37,25 @@ _DIVISIONS = frozenset({"arith.divsi", "arith.divui", "arith.remsi", "arith.remu
 _ELEMENTWISE = (frozenset(BINARY_FUNCTIONS) | frozenset(UNARY_FUNCTIONS) | _CASTS
                 | {"arith.cmpi", "arith.cmpf", "arith.select", "math.fma", "tt.clampf", "tt.extern_elementwise"})
 _VIEWS = frozenset({"tt.broadcast", "tt.expand_dims", "tt.reshape"})
+# the operands of memory ops that pointer and mask analysis reads (backend/passes/structure.py):
+# pointers, offsets and masks, not the data stored
+_ADDRESSING = {"tt.load": (0, 1), "tt.store": (0, 2), "tt.addptr": (0, 1), "tt.atomic_rmw": (0, 2),
+               "tt.atomic_cas": (0,)}
+
+
+def _address_slice(fn: Function, defs: dict) -> set[int]:
+    """The values that reach an address, an offset or a mask of a memory op, through any ops."""
+    todo = [op.operands[i] for op in walk(fn.body) for i in _ADDRESSING.get(op.name, ()) if i < len(op.operands)]
+    seen: set[int] = set()
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        d = defs.get(id(v))
+        if d is not None:
+            todo.extend(d.operands)
+    return seen
 
 
 def run(fn: Function) -> int:
@@ -203,6 +222,7 @@ def _best_chain(fn: Function) -> tuple | None:
         for o in op.operands:
             users[id(o)].append(op)
     ranges = _Ranges(defs)
+    addressing = _address_slice(fn, defs)
     best, best_saving = None, 0.0
     for region in regions(fn.body):
         for i, op in enumerate(region.ops):
@@ -219,6 +239,8 @@ def _best_chain(fn: Function) -> tuple | None:
                 continue
             members = {id(c) for c in chain}
             outputs = [c.result for c in chain if any(id(u) not in members for u in users[id(c.result)])]
+            if any(id(o) in addressing for o in outputs):
+                continue  # a gathered mask or offset would hide its form from pointer and mask analysis
             k, e = _table_size(*r), root.type.numel
             before = len(chain) * e
             # the index is root - lo, widened first when the root is narrower than i32

@@ -131,3 +131,23 @@ def test_no_table_for_an_unbounded_integer_or_a_division_by_the_chain():
     c = code.to(torch.int32)
     q = torch.div(torch.full_like(c, 100), c - 3, rounding_mode="trunc")
     assert torch.equal(out2, (q * 2 + 1).float() * 0.5)
+
+
+@triton.jit
+def _parity_mask(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # a chain of a bounded integer that ends in a load's mask: left to pointer and mask analysis
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    code = tl.load(x_ptr + offs, mask=offs < n, other=0).to(tl.int32) & 7
+    keep = ((code * 3 + 1) % 5 > 1) & ((code ^ 5) != 2) & (offs < n)
+    tl.store(out_ptr + offs, code.to(tl.float32) * 2.0, mask=keep)
+
+
+def test_no_table_for_a_chain_that_feeds_a_mask():
+    n, block = 4096, 4096
+    x = (torch.arange(n) % 8).to(torch.uint8)
+    out = torch.zeros(n)
+    k, _ = _run(_parity_mask, (x, out), n, block)
+    assert not _gathers(k)
+    c = x.to(torch.int32)
+    keep = ((c * 3 + 1) % 5 > 1) & ((c ^ 5) != 2)
+    assert torch.equal(out, torch.where(keep, c.float() * 2.0, 0.0))
