@@ -202,6 +202,22 @@ def print_function(fn: Function) -> str:
     return "\n".join(out) + "\n"
 
 
+# ops that change a tile's shape, not its elements' values
+VIEW_OPS = ("tt.broadcast", "tt.expand_dims", "tt.reshape")
+
+
+def splat_constant(v: Value, defs: dict) -> Any:
+    """The value every element of `v` holds when it is one constant (a scalar constant, or a
+    splat constant tile, seen through splats and views), else None. `defs`: id(value) -> its op."""
+    op = defs.get(id(v))
+    while op is not None and (op.name in VIEW_OPS or op.name == "tt.splat"):
+        op = defs.get(id(op.operands[0]))
+    if op is None or op.name != "arith.constant":
+        return None
+    vals = op.attrs.get("values", [op.attrs.get("value")])
+    return vals[0] if len(vals) == 1 else None
+
+
 def regions(region: Region) -> Iterator[Region]:
     """A region and every region nested in it, outermost first."""
     yield region

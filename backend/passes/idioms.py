@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from backend.tile_ir import Function, Op, Region, Value, walk
+from backend.tile_ir import VIEW_OPS, Function, Op, Region, Value, regions, splat_constant, walk
 
 _KIND = {"ogt": "arith.maximumf", "olt": "arith.minimumf"}
 
@@ -84,7 +84,6 @@ def _region(region: Region, uses: Counter) -> int:
 
 _NEGATED = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sle": "sgt", "sgt": "sle",
             "ult": "uge", "uge": "ult", "ule": "ugt", "ugt": "ule"}
-_SAME_VIEW = ("tt.broadcast", "tt.expand_dims", "tt.reshape")
 _MEMORY_EFFECTS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.call")
 
 
@@ -94,7 +93,7 @@ def _complements(a, b, defs: dict) -> bool:
     if a.type.shape != b.type.shape:
         return False
     da, db = defs.get(id(a)), defs.get(id(b))
-    while da is not None and db is not None and da.name == db.name and da.name in _SAME_VIEW \
+    while da is not None and db is not None and da.name == db.name and da.name in VIEW_OPS \
             and da.attrs == db.attrs:
         a, b = da.operands[0], db.operands[0]
         if a.type.shape != b.type.shape:
@@ -109,10 +108,11 @@ def _complements(a, b, defs: dict) -> bool:
 def cat_selects(fn: Function) -> int:
     """Drop the selects and the load that Inductor's cat / stack spelling repeats; returns the
     number of rewrites."""
-    n = 0
-    for region in _regions(fn.body):
-        n += _merge_loads(region, {id(r): op for op in walk(fn.body) for r in op.results})
+    defs = {id(r): op for op in walk(fn.body) for r in op.results}
+    n = sum(_merge_loads(region, defs) for region in regions(fn.body))
+    if n:  # the merged loads' values are now selects
         defs = {id(r): op for op in walk(fn.body) for r in op.results}
+    for region in regions(fn.body):
         for op in region.ops:
             if op.name != "arith.select" or len(op.operands) != 3:
                 continue
@@ -132,13 +132,6 @@ def cat_selects(fn: Function) -> int:
                 op.operands = [c, x, y]
                 n += 1
     return n
-
-
-def _regions(region: Region):
-    yield region
-    for op in region.ops:
-        for r in op.regions:
-            yield from _regions(r)
 
 
 def _rows_of(mask, other_mask, defs: dict):
@@ -206,20 +199,16 @@ def _unary_kind(op: Op | None, names: tuple[str, str]) -> bool:
 
 
 def _const_float(v, defs: dict) -> float | None:
-    op = defs.get(id(v))
-    while op is not None and op.name in _SAME_VIEW + ("tt.splat",):
-        op = defs.get(id(op.operands[0]))
-    if op is None or op.name != "arith.constant":
-        return None
-    vals = op.attrs.get("values", [op.attrs.get("value")])
-    return float(vals[0]) if len(vals) == 1 and isinstance(vals[0], (int, float)) else None
+    c = splat_constant(v, defs)
+    return float(c) if isinstance(c, (int, float)) else None
 
 
 def round_half_away(fn: Function) -> int:
     """Rewrite every such select in place; returns how many were rewritten."""
     n = 0
-    for region in _regions(fn.body):
-        defs = {id(r): op for op in walk(fn.body) for r in op.results}
+    # the rewrite adds ops but changes no value's definition that a later match reads
+    defs = {id(r): op for op in walk(fn.body) for r in op.results}
+    for region in regions(fn.body):
         out = []
         for op in region.ops:
             y = _half_away_operand(op, defs)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from backend.tile_ir import BINARY_FUNCTIONS, UNARY_FUNCTIONS, Function, Op, Region, Type, Value, regions, walk
+from backend.tile_ir import (BINARY_FUNCTIONS, UNARY_FUNCTIONS, VIEW_OPS, Function, Op, Region, Type, Value, regions,
+                             splat_constant, walk)
 
 MAX_TABLE = 256   # table entries (a power of two): the values an i8 can take
 MIN_OPS = 3       # ops a chain must have to be worth a table
@@ -36,7 +37,7 @@ _DIVISIONS = frozenset({"arith.divsi", "arith.divui", "arith.remsi", "arith.remu
                         "arith.floordivsi", "arith.ceildivui"})
 _ELEMENTWISE = (frozenset(BINARY_FUNCTIONS) | frozenset(UNARY_FUNCTIONS) | _CASTS
                 | {"arith.cmpi", "arith.cmpf", "arith.select", "math.fma", "tt.clampf", "tt.extern_elementwise"})
-_VIEWS = frozenset({"tt.broadcast", "tt.expand_dims", "tt.reshape"})
+_VIEWS = frozenset(VIEW_OPS)
 # the operands of memory ops that pointer and mask analysis reads (backend/passes/structure.py):
 # pointers, offsets and masks, not the data stored
 _ADDRESSING = {"tt.load": (0, 1), "tt.store": (0, 2), "tt.addptr": (0, 1), "tt.atomic_rmw": (0, 2),
@@ -73,15 +74,8 @@ def run(fn: Function) -> int:
 
 def _const_int(v: Value, defs: dict) -> int | None:
     """The integer every element of `v` holds, when it is a constant (splatted or scalar)."""
-    op = defs.get(id(v))
-    while op is not None and op.name in _VIEWS | {"tt.splat"}:
-        op = defs.get(id(op.operands[0]))
-    if op is None or op.name != "arith.constant":
-        return None
-    vals = op.attrs.get("values", [op.attrs.get("value")])
-    if len(vals) != 1 or isinstance(vals[0], bool) or not isinstance(vals[0], int):
-        return None
-    return vals[0]
+    c = splat_constant(v, defs)
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
 class _Ranges:
@@ -298,9 +292,7 @@ def _rewrite(fn: Function, region: Region, root: Value, chain: list[Op], outputs
     region.ops[first:first] = new
 
     mapped: dict[int, Value] = {id(root): keys}
-    index = root
-    if lo != 0:
-        index = None  # made once, before the first gather
+    index = root if lo == 0 else None  # root - lo: made once, before the first gather
     replace: dict[int, Value] = {}
     shape = root.type.shape
     for op in chain:

@@ -311,14 +311,10 @@ class GlobalMemory:
         flat = addr.reshape(-1)
         if flat.numel() == 0:
             return []
-        lo = int(flat.min())
         size = ITEMSIZE[dtype]
-        i = bisect.bisect_right(self._starts, lo) - 1
-        r = self.regions[i] if i >= 0 else None
-        if r is not None and lo < r.start + r.nbytes and int(flat.max()) + size <= r.start + r.nbytes:
-            rel = flat - r.start
-            if bool((rel % size != 0).any()):
-                raise SimulationError(st.kernel, ins.loc, f"misaligned {dtype} access into '{r.name}'")
+        one = self._in_one_region(flat, dtype, st, ins)
+        if one is not None:
+            r, rel = one
             return [(r, torch.arange(flat.numel()), rel // size)]
         starts = torch.tensor(self._starts, dtype=torch.int64)
         which = torch.searchsorted(starts, flat, right=True) - 1
@@ -346,19 +342,25 @@ class GlobalMemory:
             groups.append((reg, sel, rel // size))
         return groups
 
+    def _in_one_region(self, flat: torch.Tensor, dtype: str, st: ExecState, ins: Instr):
+        """(region, byte offsets into it) when every address of the non-empty `flat` lies inside
+        one tensor (a misaligned one raises), else None."""
+        lo = int(flat.min())
+        size = ITEMSIZE[dtype]
+        i = bisect.bisect_right(self._starts, lo) - 1
+        r = self.regions[i] if i >= 0 else None
+        if r is None or lo >= r.start + r.nbytes or int(flat.max()) + size > r.start + r.nbytes:
+            return None
+        rel = flat - r.start
+        if bool((rel % size != 0).any()):
+            raise SimulationError(st.kernel, ins.loc, f"misaligned {dtype} access into '{r.name}'")
+        return r, rel
+
     def check_addresses(self, flat: torch.Tensor, dtype: str, st: ExecState, ins: Instr) -> None:
         """Raise what _resolve_addresses raises for these byte addresses (misaligned, out of
         bounds), without resolving them when they all fall inside one tensor."""
-        if flat.numel() == 0:
-            return
-        lo, hi = int(flat.min()), int(flat.max())
-        i = bisect.bisect_right(self._starts, lo) - 1
-        r = self.regions[i] if i >= 0 else None
-        size = ITEMSIZE[dtype]
-        if r is not None and lo < r.start + r.nbytes and hi + size <= r.start + r.nbytes \
-                and not bool(((flat - r.start) % size != 0).any()):
-            return
-        self._resolve_addresses(flat, dtype, st, ins)
+        if flat.numel() and self._in_one_region(flat, dtype, st, ins) is None:
+            self._resolve_addresses(flat, dtype, st, ins)
 
     def load_addresses(self, st: ExecState, ins: Instr) -> DmaInputs:
         dtype = ins.attrs["dtype"]
