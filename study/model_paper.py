@@ -138,17 +138,22 @@ def _is_expert(rec: Any) -> bool:
 
 
 def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: str | None = "test",
-            check: str | None = None) -> PaperCoverage:
+            check: str | None = None, keep: list | None = None, compiled: list | None = None) -> PaperCoverage:
     """One model at `size` on `chip`, in timing mode. `check`: the timing check's verdict when the
     caller already has it (it compares executor modes, which no pricing key of `chip` changes);
-    otherwise it is run at `check_size` (None: skipped)."""
+    otherwise it is run at `check_size` (None: skipped). `keep`: a list that receives the model
+    and its compiled function. `compiled`: what `keep` received from a measurement on a chip that
+    differs from `chip` only in timing-model keys (`repriceable`): the model is not built and
+    compiled again, its compiled function is called again on `chip` (no compile, no autotuning:
+    the graph, its kernels and autotuning's choices are those a compile for `chip` makes, since
+    neither reads those keys; what runs at launch time, such as the expert GEMM's choice of
+    program for the chip, is chosen again)."""
     import torch
 
     import backend.driver as drv
     from backend.inductor_cpu import options
     from study import models
     from study.inductor import configure
-    from study.model_coverage import _count_list, _is_gemm_kernel
     from study.model_coverage import configure as configure_t3
     t_start = time.perf_counter()
     configure_t3()
@@ -157,12 +162,15 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     drv.set_chip(chip)
     if check is None:
         check = timing_check(model, check_size) if check_size else ""
-    torch._dynamo.reset()
-    case = models.build(model, size)
+    if compiled is not None:
+        case, fn = compiled
+    else:
+        torch._dynamo.reset()
+        case = models.build(model, size)
+        fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
     dtype = str(models.DTYPE).replace("torch.", "")
     cov = PaperCoverage(model, size, chip, dtype, case.shape, inductor="chip", timing_check=check)
     with torch.no_grad(), drv.sim_mode("timing"):
-        fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
         from torch._dynamo.utils import counters
         graphs0 = counters["stats"]["unique_graphs"]
         t0 = time.perf_counter()
@@ -175,7 +183,25 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     cov.autotune_sim_s = sum(r.sim_wall_s for r in tuned)
     cov.compile_s = call_s - sim_s - cov.autotune_sim_s
     cov.sim_wall_s = sim_s
-    peaks = engine_peaks(chip)
+    _summarise(cov, recs, host)
+    cov.wall_s = time.perf_counter() - t_start
+    how = ("the compiled function of the run above (same graph and autotuning choices), called again"
+           if compiled is not None else "one call")
+    cov.notes = (f"{case.shape}; size {size} ({case.paper}; {case.scaling}); simulated in TIMING mode "
+                 f"(outputs not computed, not compared with eager: the study size is, model_coverage.csv); "
+                 f"{check}; chip-aware Inductor, {how}: compile {cov.compile_s:.1f} s, autotuning "
+                 f"{len(tuned)} launches ({cov.autotune_sim_s:.1f} s simulated, left out), "
+                 f"{n_graphs} FX graph(s); fallback_est_us is a roofline estimate on the {chip} config")
+    if keep is not None:
+        keep[:] = [case, fn]
+    case = fn = None
+    return cov
+
+
+def _summarise(cov: PaperCoverage, recs: list, host: list) -> None:
+    """The columns that follow from the launches (priced on cov.chip) and the host ops."""
+    from study.model_coverage import _count_list, _is_gemm_kernel
+    peaks = engine_peaks(cov.chip)
     cov.n_triton_kernels = len(recs)
     cov.triton_time_us = sum(r.time_us for r in recs)
     cov.triton_gemm_us = sum(r.time_us for r in recs if _is_gemm_kernel(r))
@@ -197,14 +223,13 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     cov.ops_share_triton = cov.n_triton_kernels / n if n else None
     cov.triton_share = cov.triton_compiled_us / cov.e2e_us if cov.e2e_us else None
     cov.correct = None  # timing mode computes no outputs: not compared with eager (see timing_check)
-    cov.wall_s = time.perf_counter() - t_start
-    cov.notes = (f"{case.shape}; size {size} ({case.paper}; {case.scaling}); simulated in TIMING mode "
-                 f"(outputs not computed, not compared with eager: the study size is, model_coverage.csv); "
-                 f"{check}; chip-aware Inductor, one call: compile {cov.compile_s:.1f} s, autotuning "
-                 f"{len(tuned)} launches ({cov.autotune_sim_s:.1f} s simulated, left out), "
-                 f"{n_graphs} FX graph(s); fallback_est_us is a roofline estimate on the {chip} config")
-    case = None
-    return cov
+
+
+def same_compile(measured: str, chip: str) -> bool:
+    """Whether `chip` differs from the `measured` chip only in keys the timing model alone reads
+    (backend.configs.pricing_only): a model compiled for one is compiled for the other."""
+    from backend.configs import base_chip, pricing_only
+    return pricing_only(chip) and pricing_only(measured) and base_chip(chip) == base_chip(measured)
 
 
 def _fmt(v: Any) -> str:
@@ -270,8 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for model in a.models.split(","):
             check = None  # run with the first chip, reused for the others
+            first, kept = None, []
             for chip in chips:
-                c = measure(model, a.size, chip, a.check_size or None, check)
+                if first is not None and same_compile(first.chip, chip):
+                    c = measure(model, a.size, chip, check=check, compiled=kept)
+                else:
+                    c = measure(model, a.size, chip, a.check_size or None, check,
+                                keep=kept if len(chips) > 1 else None)
+                    first = c
                 check = c.timing_check
                 print(f"# {model}/{a.size}/{chip}: {c.n_triton_kernels} kernels, {c.triton_time_us:.1f} us "
                       f"simulated, e2e {c.e2e_us:.1f} us, compile {c.compile_s:.1f} s, autotune "
@@ -279,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
                 covs.append(c)
                 write_rows([c], a.out)  # each row as it is measured: an interrupted run keeps the others
+            kept.clear()  # this model and its compiled function
     finally:
         unconfigure()  # leave the process with Inductor's own choices
     print(markdown_table(covs))

@@ -8,7 +8,10 @@ from study.registry import TORCH_DTYPES
 
 def randn(shape: tuple | int, dtype: str, gen: torch.Generator, scale: float = 1.0) -> torch.Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return (torch.randn(shape, generator=gen) * scale).to(TORCH_DTYPES[dtype])
+    x = torch.randn(shape, generator=gen)
+    if scale != 1.0:  # in place: the embedding tables are hundreds of MB
+        x.mul_(scale)
+    return x.to(TORCH_DTYPES[dtype])
 
 
 def randint(lo: int, hi: int, shape: tuple | int, gen: torch.Generator, dtype: torch.dtype = torch.int64) -> torch.Tensor:

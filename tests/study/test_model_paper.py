@@ -62,3 +62,24 @@ def test_rows_replace_their_model_only(tmp_path):
     assert tuple(rows[0]) == model_paper.COLUMNS
     assert {r["model"]: r["e2e_us"] for r in rows} == {"decoder": "3", "moe": "2"}
     assert all(r["mode"] == "timing" for r in rows)
+
+
+def test_a_pricing_only_chip_reuses_the_compiled_model():
+    """The second chip of the paper rows (LLC re-reads all hits) changes only timing-model keys:
+    its row calls the first run's compiled function again, and equals compiling for it."""
+    from study.inductor import unconfigure
+    assert model_paper.same_compile("mtia2i", model_paper.DEFAULT_CHIPS[1])
+    assert not model_paper.same_compile("mtia2i", "mtia2i@pe_grid.rows=4")
+    chip = "mtia2i@dma.latency_cycles=900"  # at the test size every footprint fits the LLC: a DMA latency moves time
+    try:
+        kept: list = []
+        first = model_paper.measure("moe", "test", "mtia2i", check_size=None, keep=kept)
+        again = model_paper.measure("moe", "test", chip, check="-", compiled=kept)
+        run = model_paper.measure("moe", "test", chip, check_size=None)
+    finally:
+        unconfigure()
+    assert again.chip == run.chip == chip and "called again" in again.notes and again.autotune_launches == 0
+    for col in ("n_triton_kernels", "triton_kernels", "fallback_ops", "triton_time_us", "triton_gemm_us",
+                "expert_us", "fallback_est_us", "e2e_us", "triton_share"):
+        assert getattr(again, col) == getattr(run, col), col
+    assert again.triton_time_us != first.triton_time_us
