@@ -293,19 +293,23 @@ def install() -> None:
 # ----------------------------------------------------------------------------- config
 
 _SAVED: dict[str, Any] = {}
-_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends")
+_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends", "benchmark_epilogue_fusion")
 
 
 def apply_config(on: bool) -> None:
     """Inductor config for the templates: max_autotune_gemm on with the TRITON backend allowed
-    (ATEN too, for what no template takes: dropped where one does). Off, the values found
-    before the first switch-on come back."""
+    (ATEN too, for what no template takes: dropped where one does), epilogues fused without
+    benchmarking. Off, the values found before the first switch-on come back."""
     import torch._inductor.config as ic
     if on:
         if not _SAVED:
             _SAVED.update({k: getattr(ic, k) for k in _KEYS})
         ic.max_autotune_gemm = True
         ic.max_autotune_gemm_backends = "ATEN,TRITON"
+        # an epilogue (bias, activation) is fused into the chosen template unmeasured: Inductor's
+        # harness for timing the fused kernel against template + separate epilogue writes a module
+        # that does not import on a CPU device (IndentationError: its imports come indented)
+        ic.benchmark_epilogue_fusion = False
     elif _SAVED:
         for k, v in _SAVED.items():
             setattr(ic, k, v)
