@@ -100,6 +100,13 @@ def configure(cache_dir: str | None = None) -> None:
     ic.compile_threads = 1
     import torch._dynamo
     torch._dynamo.config.cache_size_limit = 64
+    # the chip's GEMM templates (backend/inductor_cpu/options.py `triton_gemm_templates`, on by
+    # default, MTIA_INDUCTOR="triton_gemm_templates=0" to leave GEMMs to aten as before): the
+    # one switch of the study's Inductor path that T4 takes, so mm / bmm / addmm compile to
+    # Triton; the expert GEMM is not registered here, so no GEMM runs as an extern
+    from backend.inductor_cpu import gemm_templates, options
+    if options.enabled("triton_gemm_templates"):
+        gemm_templates.install()
     import warnings
     warnings.filterwarnings("ignore")
 

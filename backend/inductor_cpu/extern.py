@@ -147,6 +147,11 @@ class GemmToChip(CustomGraphPass):
             graph.lint()
             return
         aten = torch.ops.aten
+        if options.enabled("triton_gemm_templates"):
+            # the expert is a candidate of Inductor's GEMM autotuning (gemm_templates.py)
+            _addmm_to_mm_add(graph)
+            graph.lint()
+            return
         gemm = getattr(torch.ops, NAMESPACE).gemm.default
         for node in list(graph.nodes):
             if node.op != "call_function" or node.target not in (aten.mm.default, aten.bmm.default,
@@ -186,6 +191,25 @@ class GemmToChip(CustomGraphPass):
 
     def uuid(self) -> Any:
         return ("mtia_sim.GemmToChip", 5, tuple(sorted(options.activate_current().items())), tuple(sorted(_IMPLS)))
+
+
+def _addmm_to_mm_add(graph: torch.fx.Graph) -> None:
+    """addmm (beta = alpha = 1) on CPU tensors the expert takes -> mm + bias add: Inductor's
+    autotuning of mm then weighs the expert GEMM against the Triton templates, and the bias add
+    is an epilogue of whichever wins."""
+    aten = torch.ops.aten
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.addmm.default or not _eligible(node):
+            continue
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            continue
+        with graph.inserting_before(node):
+            mm = graph.call_function(aten.mm.default, tuple(node.args[-2:]))
+            mm.meta.update(node.meta)
+            out = graph.call_function(aten.add.Tensor, (mm, node.args[0]))
+            out.meta.update(node.meta)
+        node.replace_all_uses_with(out)
+        graph.erase_node(node)
 
 
 def _sdpa_to_chip(graph: torch.fx.Graph) -> None:

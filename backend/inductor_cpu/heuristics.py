@@ -34,6 +34,7 @@ import torch
 from torch._inductor.choices import InductorChoices
 
 from backend.inductor_cpu import options
+from backend.inductor_cpu.gemm_templates import GemmTemplateChoices
 
 # f32 tiles of one row alive at once in a persistent reduction's program (input, its upcast,
 # exponent, output, and num_stages copies of the input): a row must fit that many times
@@ -234,7 +235,7 @@ def _on_chip_graph() -> bool:
     return dev.type == "cpu"
 
 
-class MTIAChoices(InductorChoices):
+class MTIAChoices(GemmTemplateChoices):
     def triton_kernel_kwargs(self, kernel_cls: Any, features: Any, groups: Any, kernel_kwargs: dict) -> dict:
         kw = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
         if kw.get("fixed_config") is not None or not _on_chip_graph():

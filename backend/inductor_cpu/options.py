@@ -37,6 +37,19 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
+- `triton_gemm_templates`: mm / addmm / bmm / baddbmm (and what decomposes to them: matmul,
+  addbmm, linear) compile to Inductor's own Triton GEMM templates (max_autotune_gemm with the
+  TRITON backend; the kernels go through this backend like any other), with candidate tiles
+  sized for a PE's local memory and the PE grid, timed in simulated time (gemm_templates.py).
+  With `extern_gemm` on too, the expert GEMM is one more candidate of the same autotuning
+  (mm / bmm of row-major operands; addmm becomes mm + bias add) and the faster one on the
+  simulated chip runs; off, `extern_gemm` alone routes every eligible GEMM to the expert.
+  Measured side by side (mtia2i, cycles, template / expert): bf16 256^3 3,879 / 3,966,
+  512^3 9,675 / 9,667, 1024x1024x512 18,525 / 18,261, bmm 8x256^3 17,128 / 16,969 (a tie:
+  both are DMA- and DPE-bound alike); fp32 256^3 11,620 / 34,911, 512^3 70,814 / 262,016,
+  1024x1024x512 269,859 / 1,040,004 (the backend forms an FP32 dot on the SIMD engine, which
+  the model rates above the DPE's FP32 rate that the expert program uses), so the default is
+  both on: the autotuning picks per shape.
 - `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
   additive mask (attention.py).
 - `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
@@ -54,7 +67,7 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
                              "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
-                             "extern_embedding_bag": True}
+                             "extern_embedding_bag": True, "triton_gemm_templates": True}
 _ACTIVE: dict[str, bool] = {}
 
 
@@ -102,6 +115,8 @@ def _apply_config(active: dict[str, bool]) -> None:
     """Switches that are Inductor config keys are set here (read when a graph is compiled)."""
     import torch._inductor.config as ic
     ic.triton.prefer_nd_tiling = active["nd_tiling"]
+    from backend.inductor_cpu import gemm_templates
+    gemm_templates.apply_config(active["triton_gemm_templates"])
 
 
 def activate_current() -> dict[str, bool]:

@@ -78,6 +78,7 @@ class Structurer:
         self._aff: dict[Value, Aff | None] = {}
         self._ptr: dict[Value, PtrInfo | None] = {}
         self.promoted: dict[Value, PtrInfo] = {}
+        self._assumed: set | None = None
         self._uniform: dict[Value, bool] = {}
         self.inserts: dict[tuple[int, int], list[Op]] = {}
         self.emitted: dict[tuple[int, SExpr], Value] = {}
@@ -237,7 +238,102 @@ class Structurer:
             return None
         if n in ("arith.extsi", "arith.index_cast", "arith.trunci", "arith.extui"):
             return self.aff(op.operands[0])
+        if n == "arith.remsi":
+            return self._block_rem(op, shape)
         return self._layout(op, self.aff(op.operands[0]) if op.operands else None, shape)
+
+    def _block_rem(self, op: Op, shape: tuple) -> Aff | None:
+        """`x % c` of an affine tile x = base + offsets whose block never crosses a multiple of
+        c: every term of base a multiple of g, the offsets in [0, g), g a divisor of c, base
+        not negative. Then x % c = (base % c) + offsets, one scalar remainder per program.
+        Inductor's GEMM templates index A's rows and B's columns as `(pid_m * BLOCK_M +
+        arange(BLOCK_M)) % M` (a wrap instead of a mask); where BLOCK_M divides M the rows are
+        one contiguous run, not a gather."""
+        a = self.aff(op.operands[0])
+        c = self._const_tile(op.operands[1])
+        if a is None or c is None or c <= 0 or not all(s.is_const and s.const >= 0 for s in a.strides):
+            return None
+        span = sum((d - 1) * s.const for s, d in zip(a.strides, shape))
+        g = math.gcd(a.base.const, *(k for _, k in a.base.terms))
+        if g == 0:  # a constant zero base: no wrap below c
+            return a if span < c else None
+        if span >= g or c % g or not self._nonneg(a.base):
+            return None
+        if a.base.is_const:
+            return Aff(SExpr.of(a.base.const % c), a.strides)
+        # emitted here, right before the remainder, with constants of its own: emit()'s shared
+        # values may sit at a later use (this analysis runs when a later load asks for it)
+        ops: list[Op] = []
+
+        def new(name: str, operands: list, attrs: dict | None = None) -> Value:
+            out = Value(I64)
+            ops.append(Op(name, operands, [out], attrs or {}, [], op.loc))
+            return out
+        acc: Value | None = None
+        for mono, coeff in a.base.terms:
+            t: Value = mono[0]
+            for v in mono[1:]:
+                t = new("arith.muli", [t, v])
+            if coeff != 1:
+                t = new("arith.muli", [t, new("arith.constant", [], {"value": coeff})])
+            acc = t if acc is None else new("arith.addi", [acc, t])
+        if a.base.const:
+            acc = new("arith.addi", [acc, new("arith.constant", [], {"value": a.base.const})])
+        rem = new("arith.remsi", [acc, new("arith.constant", [], {"value": c})])
+        self._place(ops, self.region_of_op[id(op)], op)
+        return Aff(SExpr.of(rem), a.strides)
+
+    def _const_tile(self, v: Value) -> int | None:
+        """The integer every element of v holds, where v is a constant (splat) tile."""
+        op = self.defs.get(v)
+        if op is None:
+            return None
+        if op.name == "tt.splat":
+            e = self.sexpr(op.operands[0])
+            return e.const if e.is_const else None
+        if op.name == "arith.constant":
+            vals = op.attrs.get("values", [])
+            return int(vals[0]) if len(vals) == 1 and isinstance(vals[0], (int, bool)) else None
+        return None
+
+    def _nonneg(self, e: SExpr) -> bool:
+        return e.const >= 0 and all(k > 0 and all(self._nonneg_value(v) for v in m) for m, k in e.terms)
+
+    def _assumed_nonneg(self) -> set:
+        """Values the kernel assumes non-negative: `tl.assume(x >= 0)` (Inductor's GEMM
+        templates assume it of their tile coordinates)."""
+        if self._assumed is None:
+            self._assumed = set()
+            for o in walk(self.fn.body):
+                c = self.defs.get(o.operands[0]) if o.name == "llvm.intr.assume" and o.operands else None
+                if c is None or c.name != "arith.cmpi" or c.operands[0].type.is_tile:
+                    continue
+                bound = self.sexpr(c.operands[1])
+                if bound.is_const and ((c.attrs.get("pred") == "sge" and bound.const >= 0)
+                                       or (c.attrs.get("pred") == "sgt" and bound.const >= -1)):
+                    self._assumed.add(c.operands[0])
+        return self._assumed
+
+    def _nonneg_value(self, v: Value, depth: int = 0) -> bool:
+        """v >= 0 by construction: program ids and non-negative constants through add, mul,
+        division and remainder (a remainder has its dividend's sign), min / max and select."""
+        op = self.defs.get(v)
+        if op is None or depth > 16:
+            return False
+        n = op.name
+        if n == "tt.get_program_id" or v in self._assumed_nonneg():
+            return True
+        if n == "arith.constant":
+            x = op.attrs.get("value")
+            return isinstance(x, (int, bool)) and int(x) >= 0
+        if n == "arith.remsi":
+            return self._nonneg_value(op.operands[0], depth + 1)
+        if n == "arith.select":
+            return all(self._nonneg_value(o, depth + 1) for o in op.operands[1:])
+        if n in ("arith.addi", "arith.muli", "arith.divsi", "arith.minsi", "arith.maxsi", "arith.extsi",
+                 "arith.index_cast"):
+            return all(self._nonneg_value(o, depth + 1) for o in op.operands)
+        return False
 
     def _layout(self, op: Op, src: Aff | PtrInfo | None, shape: tuple):
         """Shape ops applied to an affine tile (or to the affine part of a pointer tile)."""

@@ -75,6 +75,22 @@ def _block_ptr_copy(x_ptr, y_ptr, M, N, sm, sn, BM: tl.constexpr, BN: tl.constex
         dst = tl.advance(dst, (0, BN))
 
 
+@triton.jit
+def _wrapped_rows(x_ptr, y_ptr, N: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr, ASSUME: tl.constexpr):
+    # Inductor's GEMM templates: rows (pid_m * BLOCK + arange) % M, a wrap instead of a mask;
+    # pid_m through a group swizzle whose sign only an assume tells; M a constant (static shapes)
+    pid = tl.program_id(0)
+    g = tl.minimum(16 - pid // 8 * 8, 8)
+    pid_m = pid % 8 // g
+    if ASSUME:
+        tl.assume(pid_m >= 0)
+    rows = (pid_m * BLOCK + tl.arange(0, BLOCK)) % N
+    cols = tl.arange(0, C)
+    v = tl.load(x_ptr + rows[:, None] * C + cols[None, :])
+    out = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + out[:, None] * C + cols[None, :], v)
+
+
 def _paths(kernel) -> list[str]:
     return re.findall(r'path = "([\w+]+)"', kernel.asm["tile"])
 
@@ -135,6 +151,22 @@ def test_modulo_index_takes_index_driven_dma():
     # with index DMA switched off the same load falls back to the scalar path
     k2 = _modulo_index[(3,)](x, y, 300, C=3, BLOCK=128, index_dma=False)
     assert _paths(k2) == ["scalar", "dma"]
+
+
+@pytest.mark.parametrize("n, assume, path", [(256, True, "dma"), (256, False, "gather"), (200, True, "gather")])
+def test_block_remainder_is_a_contiguous_run(n, assume, path):
+    # (pid_m * 32 + arange(32)) % n: one run from (pid_m * 32) % n where 32 divides n and pid_m
+    # is known not negative; otherwise an index-driven DMA. Same numbers either way
+    x = torch.randn(n, 16)
+    grid = 8
+    y = torch.empty(grid * 32, 16)
+    k = _wrapped_rows[(grid,)](x, y, n, C=16, BLOCK=32, ASSUME=assume)
+    pid = torch.arange(grid)
+    g = torch.clamp(16 - pid // 8 * 8, max=8)
+    pid_m = pid % 8 // g
+    rows = ((pid_m[:, None] * 32 + torch.arange(32)[None, :]) % n).reshape(-1)
+    torch.testing.assert_close(y, x[rows])
+    assert _paths(k) == [path, "dma"]
 
 
 def test_embedding_rows_gather_contiguous_runs():
