@@ -183,10 +183,12 @@ def test_bias_broadcast_is_tiled_and_sized_for_the_chip() -> None:
         c, reps[on] = compile_for_mtia(fn, x, bias, nd_tiling=on, pointwise_blocks=on)
         torch.testing.assert_close(c(x, bias), fn(x, bias), rtol=1e-5, atol=1e-5)
     (off,), (on,) = reps[False].kernels, reps[True].kernels
-    # off: Inductor's 1-D kernel reads the bias through `index % 1024` (a gather); on: a 2-D tile
-    # whose bias row is one run, in 8192-element programs, at least one per PE
-    assert on.grid[0] * on.grid[1] >= 32 and on.time_us < off.time_us / 2
-    assert on.engine_busy["DMA_IN"] < off.engine_busy["DMA_IN"] / 2
+    # on: a 2-D tile whose bias row is one run, in 8192-element programs, at least one per PE.
+    # off: Inductor's 1-D kernel reads the bias through `(x0 + arange) % 1024`; the backend's
+    # structure pass reads a block that never crosses a multiple of 1024 as one run too (it was a
+    # gather, and `on` twice as fast), so both read the same bytes the same way
+    assert on.grid[0] * on.grid[1] >= 32 and off.grid[0] >= 64
+    assert 0.8 < on.engine_busy["DMA_IN"] / off.engine_busy["DMA_IN"] < 1.2
 
 
 def test_inductor_compiles_the_model_form_at_the_workload_dtype() -> None:
@@ -236,19 +238,24 @@ def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_o
     # the extern GEMM reads row-major operands: x^T of x @ x^T goes to its NT form (no copy);
     # another strided operand is copied by a simulated kernel (the program refuses a strided
     # operand rather than copy it on the host, unpriced)
+    # (Inductor's Triton templates off: with them on, a template reads the strided operand itself)
     from study.compile_mtia import compile_for_mtia
     x = torch.randn(8, 27, 32)
     fn = lambda x: torch.bmm(x, x.transpose(1, 2))  # noqa: E731
-    c, rep = compile_for_mtia(fn, x)
+    c, rep = compile_for_mtia(fn, x, triton_gemm_templates=False)
     torch.testing.assert_close(c(x), fn(x), rtol=1e-4, atol=1e-4)
     assert [k.name.startswith("expert_gemm_nt") for k in rep.kernels] == [True]
     torch._dynamo.reset()
     y = torch.randn(8, 64, 27)
     fn2 = lambda x, y: torch.bmm(x, y[:, ::2, :])  # noqa: E731
-    c2, rep2 = compile_for_mtia(fn2, x, y)
+    c2, rep2 = compile_for_mtia(fn2, x, y, triton_gemm_templates=False)
     torch.testing.assert_close(c2(x, y), fn2(x, y), rtol=1e-4, atol=1e-4)
     names = [k.name for k in rep2.kernels]
     assert len(names) == 2 and names[1].startswith("expert_gemm_8x") and not names[0].startswith("expert"), names
+    torch._dynamo.reset()
+    c3, rep3 = compile_for_mtia(fn2, x, y)
+    torch.testing.assert_close(c3(x, y), fn2(x, y), rtol=1e-4, atol=1e-4)
+    assert [k.name.startswith("triton_tem_") for k in rep3.kernels] == [True]
 
 
 def test_attention_copies_a_strided_head_dim_on_the_chip() -> None:
