@@ -39,6 +39,10 @@ class KernelRecord:
     program: Any = None
     traces: Any = None
     signatures: Any = None
+    # tensor arguments whose bytes an earlier launch of the same shared_llc() block read or wrote
+    # (their names): priced as already in the on-chip SRAM where assumptions.llc_across_launches
+    # keeps them
+    carried: tuple = ()
 
 
 @dataclass
@@ -59,6 +63,9 @@ class _DeviceState:
     mode: str = os.environ.get("MTIA_SIM_MODE", "functional")
     # inside unsimulated(): launches are not simulated (see there)
     skip: bool = False
+    # inside shared_llc(): the storages the block's launches touched, least recent first
+    # (storage address -> bytes), as many as the LLC holds
+    llc: Any = None
 
 
 DEVICE = _DeviceState()
@@ -81,14 +88,59 @@ def current_regime() -> Regime:
 
 
 def price(program: Any, traces: list, chip: dict[str, Any], regime: str | None = None,
-          signatures: list | None = None) -> Any:
+          signatures: list | None = None, carried: tuple = ()) -> Any:
     """Price a launch's executed traces on `chip` in the current memory regime (or `regime`):
     the one place the driver and the expert library's timing-only path price a launch, so both
-    agree. `signatures`: backend.sim.timing.program_signatures(traces), when already known."""
+    agree. `signatures`: backend.sim.timing.program_signatures(traces), when already known.
+    `carried`: the arguments an earlier launch of the same shared_llc() block touched."""
     from backend.sim.timing import price_launch
     r = current_regime() if regime is None else get_regime(regime)
     return price_launch(program, traces, chip, trace=DEVICE.trace, resident=r.inputs_resident,
-                        writeback=r.writeback, signatures=signatures)
+                        writeback=r.writeback, signatures=signatures, carried=carried)
+
+
+@contextlib.contextmanager
+def shared_llc() -> Iterator[None]:
+    """The launches inside the block are one call of a workload or model: a launch's argument
+    whose storage an earlier launch of the block read or wrote is, while the LLC holds it, in the
+    on-chip SRAM when the launch starts (the memory regime says where the call's own inputs start;
+    assumptions.llc_across_launches whether the LLC keeps what a launch touched for the next:
+    "kept", else each launch finds only the regime's inputs). The LLC holds the storages touched
+    most recently, up to its capacity. Benchmark launches (simulated_bench) and launches not
+    simulated (unsimulated) neither see nor change it."""
+    old = DEVICE.llc
+    DEVICE.llc = {}
+    try:
+        yield
+    finally:
+        DEVICE.llc = old
+
+
+def _storages(program: Any, args: list[Any]) -> list[tuple[str, int, int]]:
+    """(parameter name, storage address, storage bytes) of a launch's tensor arguments."""
+    out = []
+    for p, a in zip(program.params, args):
+        if isinstance(a, torch.Tensor):
+            s = a.untyped_storage()
+            out.append((p["name"], s.data_ptr(), s.nbytes()))
+    return out
+
+
+def _carried(storages: list[tuple[str, int, int]]) -> tuple:
+    return tuple(name for name, ptr, _ in storages if ptr in DEVICE.llc)
+
+
+def _touch(storages: list[tuple[str, int, int]], chip: dict[str, Any]) -> None:
+    """Record a launch's storages as the most recent in the shared LLC, the least recent
+    leaving it beyond its capacity."""
+    llc = DEVICE.llc
+    for _, ptr, nbytes in storages:
+        llc.pop(ptr, None)
+        llc[ptr] = nbytes
+    cap = int(chip["sram"].get("llc_bytes", chip["sram"]["bytes"]))
+    total = sum(llc.values())
+    while llc and total > cap:
+        total -= llc.pop(next(iter(llc)))
 
 
 SIM_MODES = ("functional", "timing")
@@ -144,7 +196,8 @@ def reprice(rec: KernelRecord, chip: str, regime: str | None = None) -> Any:
     a regime never does."""
     if rec.traces is None:
         raise ValueError(f"launch of '{rec.name}' was not recorded inside keep_traces()")
-    return price(rec.program, rec.traces, load_chip(chip), regime, signatures=rec.signatures)
+    return price(rec.program, rec.traces, load_chip(chip), regime, signatures=rec.signatures,
+                 carried=rec.carried)
 
 
 @contextlib.contextmanager
@@ -323,13 +376,18 @@ def launch(program: Any, grid: tuple[int, int, int], args: list[Any]) -> KernelR
         mode = DEVICE.mode
     # the simulator computes with torch: its ops are not the program's, so a dispatch mode of
     # the caller (Inductor's runtime checks, a host-op recorder) neither sees nor slows them
+    shared = DEVICE.llc is not None and not DEVICE.skip
+    storages = _storages(program, args) if shared else []
+    carried = _carried(storages) if shared else ()
     with _disable_current_modes():
         traces = execute(program, grid, args, record=DEVICE.timing, mode=mode)
         # traces kept to be priced again: their signatures are computed once, for every pricing
         sigs = program_signatures(traces) if DEVICE.keep_traces and not DEVICE.trace else None
-        timing = price(program, traces, chip, signatures=sigs)
+        timing = price(program, traces, chip, signatures=sigs, carried=carried)
+    if shared:
+        _touch(storages, chip)
     rec = KernelRecord(program.name, grid, chip["name"], timing.cycles, timing.time_us,
-                       time.perf_counter() - t0, timing)
+                       time.perf_counter() - t0, timing, carried=carried)
     if DEVICE.keep_traces:
         rec.program, rec.traces, rec.signatures = program, traces, sigs
     DEVICE.clock_us += timing.time_us
@@ -362,8 +420,12 @@ def simulated_bench(fn: Callable, warmup: int = 0, rep: int = 0, grad_to_none: A
     float outputs not computed): what calls a benchmarker (triton.autotune, Inductor's
     autotuning) keeps only the time and then launches the chosen config for its result."""
     start = DEVICE.clock_us
-    with sim_mode("timing"), unsimulated(False):
-        fn()
+    llc, DEVICE.llc = DEVICE.llc, None  # a candidate is timed alone, outside the call it serves
+    try:
+        with sim_mode("timing"), unsimulated(False):
+            fn()
+    finally:
+        DEVICE.llc = llc
     ms = (DEVICE.clock_us - start) / 1e3
     if quantiles is not None:
         return [ms for _ in quantiles]

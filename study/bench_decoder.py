@@ -56,7 +56,7 @@ def decoder_rows(shape: dict | None = None) -> list[dict]:
     register_benchmarker("cpu", bench, override=True)
     try:
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
-        with torch.no_grad(), driver.sim_mode("timing"), driver.record_launches() as recs:
+        with torch.no_grad(), driver.sim_mode("timing"), driver.record_launches() as recs, driver.shared_llc():
             t0 = time.perf_counter()
             fn(x, mask)
             wall = time.perf_counter() - t0

@@ -167,7 +167,7 @@ def compile_for_mtia(model: Callable, *example_inputs: Any, **options: Any) -> t
     _, codes = warm_up(lambda *a: run_and_get_code(compiled, *a), example_inputs, {})
     names, externs = kernel_aten_ops(codes)
     rep = MTIAReport(drv.DEVICE.chip, extern_calls=externs, options=active)
-    with torch.no_grad(), drv.record_launches() as recs, _HostTimer() as host:
+    with torch.no_grad(), drv.record_launches() as recs, _HostTimer() as host, drv.shared_llc():
         compiled(*example_inputs)
     for r in recs:
         busy = dict(getattr(r.timing, "engine_busy", None) or {})

@@ -21,7 +21,7 @@ import torch
 import triton  # noqa: F401  - before backend.driver: Triton's backend discovery imports it (circular otherwise)
 
 from backend.configs import load_chip
-from backend.driver import keep_traces, record_launches, reprice
+from backend.driver import keep_traces, record_launches, reprice, shared_llc
 from study.registry import Shape, Workload
 from study.roofline import chip_peaks, offchip_bytes, roofline_fraction
 from study.tolerances import tolerance
@@ -214,21 +214,21 @@ def measure(w: Workload, impl: str, shape: Shape, dtype: str, chip: str, inputs:
         # one call: its compiles are timed inside Triton's compile (compile_s), its launches
         # are the measurement; simulating a study shape twice would double the sweep
         repriced = bool(variants or regimes)
-        with watch_compiles() as cold_log, record_launches() as recs, \
+        with watch_compiles() as cold_log, record_launches() as recs, shared_llc(), \
                 keep_traces() if repriced else contextlib.nullcontext():
             t0 = time.perf_counter()
             out = fn(**_clone(inputs))
             cold_wall = time.perf_counter() - t0
         warm_wall = sum(r.sim_wall_s for r in recs)
         if [len(t.cache) for t in all_tuners] != tuned_before:
-            with record_launches() as recs, keep_traces() if repriced else contextlib.nullcontext():
+            with record_launches() as recs, shared_llc(), keep_traces() if repriced else contextlib.nullcontext():
                 out = fn(**_clone(inputs))
             notes.append("autotuning launches excluded: measured on a second call with the chosen config")
         cached_s = None
         if cached_compile and cold_log.functions:
             for jf in cold_log.functions:
                 jf.device_caches.clear()
-            with watch_compiles() as cached_log, record_launches():
+            with watch_compiles() as cached_log, record_launches(), shared_llc():
                 fn(**_clone(inputs))
             cached_s = cached_log.seconds
     except NotImplementedError as e:

@@ -249,7 +249,7 @@ def measure(model: str, size: str, chip: str = "mtia2i") -> Coverage:
         cov.compile_s = time.perf_counter() - t0 - sum(r.sim_wall_s for r in warm)
         n_graphs = counters["stats"]["unique_graphs"] - graphs0
         n_autotune = len(warm)
-        with drv.record_launches() as recs, record_host_ops() as host:
+        with drv.record_launches() as recs, record_host_ops() as host, drv.shared_llc():
             out = fn(*case.inputs)
         if counters["stats"]["unique_graphs"] - graphs0 != n_graphs:
             raise RuntimeError(f"{model}/{size}: the measured call recompiled; its launches would include autotuning")

@@ -118,7 +118,7 @@ def _kernel_cycles(model: str, size: str, mode: str) -> list[tuple[str, int]]:
     fn = torch.compile(case.module, backend="inductor", fullgraph=False, dynamic=False)
     with torch.no_grad(), drv.sim_mode(mode):
         fn(*case.inputs)
-        with drv.record_launches() as recs:
+        with drv.record_launches() as recs, drv.shared_llc():
             fn(*case.inputs)
     return [(r.name, r.cycles) for r in recs]
 
@@ -174,7 +174,8 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
         from torch._dynamo.utils import counters
         graphs0 = counters["stats"]["unique_graphs"]
         t0 = time.perf_counter()
-        with drv.record_launches() as recs, record_host_ops() as host, autotuning_apart(recs, host) as tuned:
+        with drv.record_launches() as recs, record_host_ops() as host, autotuning_apart(recs, host) as tuned, \
+                drv.shared_llc():
             fn(*case.inputs)
         call_s = time.perf_counter() - t0
         n_graphs = counters["stats"]["unique_graphs"] - graphs0

@@ -96,6 +96,7 @@ SENSITIVITY: dict[str, tuple] = {
     "assumptions.program_overlap": (False,),
     "assumptions.llc_output_rule": ("writeback",),
     "assumptions.llc_reuse": ("ideal",),
+    "assumptions.llc_across_launches": ("cold",),
     "dma.fixed_cycles": (8, 32),
     "dma.latency_cycles": (100, 400),
     "dma.run_cycles": (0.125, 0.5),

@@ -97,14 +97,18 @@ class LaunchTiming:
 @without_gc
 def price_launch(program: Any, traces: list, chip: dict, trace: bool = False,
                  resident: Iterable[str] | bool = (), writeback: bool = False,
-                 signatures: list | None = None) -> LaunchTiming:
+                 signatures: list | None = None, carried: Iterable[str] = ()) -> LaunchTiming:
     """Price one launch. `trace=True` also collects per-instruction spans (see trace.py);
     `resident` names tensor arguments already in on-chip SRAM (True: all of them);
     `writeback`: outputs go back off-chip on the critical path even when the footprint fits
     the LLC (the memory regime's output half, backend/regimes.py). `signatures`: what
     `program_signatures(traces)` gives, when the caller prices the same traces again (on
-    another chip or in another regime: they do not depend on either)."""
+    another chip or in another regime: they do not depend on either). `carried`: tensor
+    arguments an earlier launch of the same call touched (backend.driver.shared_llc), in the SRAM
+    when the chip's assumptions.llc_across_launches keeps them."""
     m = ChipModel(chip)
+    if carried and resident is not True and m.llc_across_launches:
+        resident = set(resident or ()) | set(carried)
     prepare(program)
     n_prog = len(traces)
     if n_prog == 0:

@@ -41,10 +41,12 @@ class ChipModel:
         self.program_overlap = bool(a.get("program_overlap", True))
         self.always_writeback = a.get("llc_output_rule", "fits") == "writeback"
         self.llc_reuse = a.get("llc_reuse", "capacity")
+        self.llc_across_launches = a.get("llc_across_launches", "kept") == "kept"
         for key, val, ok in (("dispatch", self.dispatch, ("dynamic", "static")),
                              ("held_tiles", a.get("held_tiles", "charged"), ("held", "charged")),
                              ("llc_output_rule", a.get("llc_output_rule", "fits"), ("fits", "writeback")),
-                             ("llc_reuse", self.llc_reuse, ("capacity", "ideal"))):
+                             ("llc_reuse", self.llc_reuse, ("capacity", "ideal")),
+                             ("llc_across_launches", a.get("llc_across_launches", "kept"), ("kept", "cold"))):
             if val not in ok:
                 raise ValueError(f"chip '{self.name}': assumptions.{key} must be one of {ok}, got {val!r}")
         cp = chip["command_processor"]
