@@ -100,6 +100,10 @@ def configure(cache_dir: str | None = None) -> None:
     ic.compile_threads = 1
     import torch._dynamo
     torch._dynamo.config.cache_size_limit = 64
+    # special functions Inductor leaves to aten on a Triton device get Triton code
+    # (backend/inductor_cpu/special.py, switch special_functions; Inductor's other choices stay its own)
+    from backend.inductor_cpu import special
+    special.install()
     import warnings
     warnings.filterwarnings("ignore")
 
