@@ -2,7 +2,7 @@
 
 Inductor has no Triton expression for digamma, polygamma, the Hurwitz zeta function, the
 exponentially scaled Bessel functions i0e / i1e, K0 / K1 (plain and scaled), the spherical
-Bessel j0, ndtri, the regularized incomplete gamma functions and the orthogonal polynomials
+Bessel j0, the Airy function Ai, ndtri, the regularized incomplete gamma functions and the orthogonal polynomials
 (Chebyshev T/U/V/W and their shifted forms, Hermite H/He, Laguerre L, Legendre P): on a Triton
 device its lowering (torch/_inductor/lowering.py, `triton_fallback`) hands them to aten, so on
 this path they run on the host. With the switch on, a call on the cpu -> MTIA path is lowered
@@ -21,8 +21,6 @@ Two extension points of Inductor:
   to the kernel's helper functions (`TritonKernel.helper_functions`, spliced into the kernel's
   source before the kernel): the kernel's source names the module itself, so it compiles the
   same in a fresh process, from Inductor's caches and with its async compile.
-
-airy_ai is not lowered (see special_math.py).
 """
 from __future__ import annotations
 
@@ -42,6 +40,7 @@ FUNCTIONS: dict[str, str] = {
     "scaled_modified_bessel_k0": "bessel_k0e",
     "scaled_modified_bessel_k1": "bessel_k1e",
     "spherical_bessel_j0": "spherical_j0",
+    "airy_ai": "airy_ai",
     "igamma": "igamma",
     "igammac": "igammac",
     "gammainc": "igamma",
