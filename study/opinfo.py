@@ -100,13 +100,17 @@ def configure(cache_dir: str | None = None) -> None:
     ic.compile_threads = 1
     import torch._dynamo
     torch._dynamo.config.cache_size_limit = 64
-    # the chip's GEMM templates (backend/inductor_cpu/options.py `triton_gemm_templates`, on by
-    # default, MTIA_INDUCTOR="triton_gemm_templates=0" to leave GEMMs to aten as before): the
-    # one switch of the study's Inductor path that T4 takes, so mm / bmm / addmm compile to
-    # Triton; the expert GEMM is not registered here, so no GEMM runs as an extern
+    # two switches of the study's Inductor path that T4 takes (backend/inductor_cpu/options.py;
+    # Inductor's other choices stay its own): the chip's GEMM templates (`triton_gemm_templates`,
+    # MTIA_INDUCTOR="triton_gemm_templates=0" leaves GEMMs to aten as before), so mm / bmm / addmm
+    # compile to Triton (the expert GEMM is not registered here: no GEMM runs as an extern), and
+    # Triton code for the special functions Inductor leaves to aten (`special_functions`,
+    # backend/inductor_cpu/special.py)
     from backend.inductor_cpu import gemm_templates, options
     if options.enabled("triton_gemm_templates"):
         gemm_templates.install()
+    from backend.inductor_cpu import special
+    special.install()
     import warnings
     warnings.filterwarnings("ignore")
 

@@ -54,6 +54,11 @@ Each enhancement can be turned off alone, to measure what it buys:
   additive mask (attention.py).
 - `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton
   embedding-bag kernel of kernels/recommendation_ext.py (registered by the study, as the GEMM).
+- `special_functions`: special functions Inductor has no Triton code for (digamma, polygamma,
+  zeta, i0e / i1e, K0 / K1 and their scaled forms, spherical j0, Airy Ai, ndtri, igamma /
+  igammac, the Chebyshev, Hermite, Laguerre and Legendre polynomials), which it otherwise
+  leaves to aten on the host, are lowered as pointwise code calling Triton functions of
+  special_math.py (special.py).
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
@@ -67,7 +72,8 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
                              "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
-                             "extern_embedding_bag": True, "triton_gemm_templates": True}
+                             "extern_embedding_bag": True, "triton_gemm_templates": True,
+                             "special_functions": True}
 _ACTIVE: dict[str, bool] = {}
 
 
