@@ -116,31 +116,34 @@ def shared_llc() -> Iterator[None]:
         DEVICE.llc = old
 
 
-def _storages(program: Any, args: list[Any]) -> list[tuple[str, int, int]]:
-    """(parameter name, storage address, storage bytes) of a launch's tensor arguments."""
+def _storages(program: Any, args: list[Any]) -> list[tuple[str, int, Any]]:
+    """(parameter name, storage address, storage) of a launch's tensor arguments."""
     out = []
     for p, a in zip(program.params, args):
         if isinstance(a, torch.Tensor):
             s = a.untyped_storage()
-            out.append((p["name"], s.data_ptr(), s.nbytes()))
+            out.append((p["name"], s.data_ptr(), s))
     return out
 
 
-def _carried(storages: list[tuple[str, int, int]]) -> tuple:
+def _carried(storages: list[tuple[str, int, Any]]) -> tuple:
     return tuple(name for name, ptr, _ in storages if ptr in DEVICE.llc)
 
 
-def _touch(storages: list[tuple[str, int, int]], chip: dict[str, Any]) -> None:
+def _touch(storages: list[tuple[str, int, Any]], chip: dict[str, Any]) -> None:
     """Record a launch's storages as the most recent in the shared LLC, the least recent
-    leaving it beyond its capacity."""
+    leaving it beyond its capacity. The LLC holds a reference to each storage it keeps: a
+    storage the program frees while it is held cannot hand its address to a new tensor, so an
+    address in the LLC is always the storage that was touched (the host allocator's reuse of
+    addresses would otherwise decide what counts as carried)."""
     llc = DEVICE.llc
-    for _, ptr, nbytes in storages:
+    for _, ptr, st in storages:
         llc.pop(ptr, None)
-        llc[ptr] = nbytes
+        llc[ptr] = st
     cap = int(chip["sram"].get("llc_bytes", chip["sram"]["bytes"]))
-    total = sum(llc.values())
+    total = sum(st.nbytes() for st in llc.values())
     while llc and total > cap:
-        total -= llc.pop(next(iter(llc)))
+        total -= llc.pop(next(iter(llc))).nbytes()
 
 
 SIM_MODES = ("functional", "timing")

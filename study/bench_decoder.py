@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
 
 import torch
 
@@ -28,7 +27,6 @@ def decoder_rows(shape: dict | None = None) -> list[dict]:
     chip-aware Inductor, in timing mode: one call, wall = compile + autotuning + simulation;
     events, execute (simulation) and cycles of the graph's own launches (Inductor's autotuning
     launches are made through its CPU benchmarker, wrapped here, and left out)."""
-    from torch._inductor.runtime.benchmarking import register_benchmarker
 
     from backend import driver
     from backend.inductor_cpu import benchmark, options
@@ -43,25 +41,14 @@ def decoder_rows(shape: dict | None = None) -> list[dict]:
     configure()
     options.activate(**{k: True for k in options.DEFAULTS})
     torch._dynamo.reset()
-    tuned: list = []
-
-    def bench(benchmarker: Any, fn: Any, warmup: int = 0, rep: int = 0, **kw: Any) -> float:
-        n = len(recs)
-        try:
-            return benchmark.simulated_benchmark(benchmarker, fn, warmup, rep, **kw)
-        finally:
-            tuned.extend(recs[n:])
-            del recs[n:]
-
-    register_benchmarker("cpu", bench, override=True)
     try:
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
-        with torch.no_grad(), driver.sim_mode("timing"), driver.record_launches() as recs, driver.shared_llc():
+        with torch.no_grad(), driver.sim_mode("timing"), driver.record_launches() as recs, driver.shared_llc(), \
+                benchmark.benchmarks_apart(recs):
             t0 = time.perf_counter()
             fn(x, mask)
             wall = time.perf_counter() - t0
     finally:
-        benchmark.install()
         unconfigure()
     events = int(sum(r.timing.detail.get("events", 0) for r in recs))
     name = f"decoder_b{b}_s{s}_h{h}_bf16"

@@ -74,19 +74,7 @@ def autotuning_apart(launches: list, host: list) -> Iterator[list]:
     """Inside the block, what Inductor's benchmarking of candidate configs launches (and the
     host ops it runs: argument clones) is taken out of `launches` and `host` and collected in
     the list yielded instead."""
-    from torch._inductor.runtime.benchmarking import register_benchmarker
-
     from backend.inductor_cpu import benchmark
-    tuned: list = []
-
-    def bench(benchmarker: Any, fn: Any, warmup: int = 0, rep: int = 0, **kw: Any) -> float:
-        n_l, n_h = len(launches), len(host)
-        try:
-            return benchmark.simulated_benchmark(benchmarker, fn, warmup, rep, **kw)
-        finally:
-            tuned.extend(launches[n_l:])
-            del launches[n_l:], host[n_h:]
-
     # the host work of autotuning around the benchmarks (zeroing the outputs of an atomic
     # kernel between configs) is Inductor's CachingAutotuner.benchmark_all_configs'
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
@@ -99,13 +87,26 @@ def autotuning_apart(launches: list, host: list) -> Iterator[list]:
         finally:
             del host[n_h:]
 
-    register_benchmarker("cpu", bench, override=True)
+    # and the GEMM templates' selection (their example inputs and outputs: zeros, clones) is
+    # Inductor's AlgorithmSelectorCache's, at compile time
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+    real_select = AlgorithmSelectorCache.__call__
+
+    def select(self: Any, *args: Any, **kw: Any) -> Any:
+        n_h = len(host)
+        try:
+            return real_select(self, *args, **kw)
+        finally:
+            del host[n_h:]
+
     CachingAutotuner.benchmark_all_configs = all_configs
+    AlgorithmSelectorCache.__call__ = select
     try:
-        yield tuned
+        with benchmark.benchmarks_apart(launches, host) as tuned:
+            yield tuned
     finally:
         CachingAutotuner.benchmark_all_configs = real_all
-        benchmark.install()
+        AlgorithmSelectorCache.__call__ = real_select
 
 
 def _kernel_cycles(model: str, size: str, mode: str) -> list[tuple[str, int]]:

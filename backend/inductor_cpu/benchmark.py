@@ -13,7 +13,8 @@ C++ kernel of Inductor's own CPU backend) measures 0 and so ties.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 
 def simulated_benchmark(_benchmarker: Any, fn: Callable[[], Any], warmup: int = 0, rep: int = 0,
@@ -36,3 +37,31 @@ def uninstall() -> None:
     from torch._inductor.runtime import benchmarking
     if benchmarking._BENCHMARK_DISPATCH.get("cpu") is simulated_benchmark:
         del benchmarking._BENCHMARK_DISPATCH["cpu"]
+
+
+@contextlib.contextmanager
+def benchmarks_apart(launches: list, host: list | None = None) -> Iterator[list]:
+    """Inside the block, what every simulated benchmark launches (Inductor's autotuning of
+    kernel configs and of GEMM templates, triton.autotune: all time a candidate through
+    backend.driver.simulated_bench) is taken out of `launches` (a record_launches list), and the
+    host ops it runs out of `host`, and collected in the list yielded instead: a call that
+    compiles and tunes leaves in `launches` only the graph's own launches."""
+    import backend.driver as drv
+    real = drv.simulated_bench
+    tuned: list = []
+
+    def bench(fn: Callable, *args: Any, **kw: Any) -> Any:
+        n_l, n_h = len(launches), len(host) if host is not None else 0
+        try:
+            return real(fn, *args, **kw)
+        finally:
+            tuned.extend(launches[n_l:])
+            del launches[n_l:]
+            if host is not None:
+                del host[n_h:]
+
+    drv.simulated_bench = bench
+    try:
+        yield tuned
+    finally:
+        drv.simulated_bench = real

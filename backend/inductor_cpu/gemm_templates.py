@@ -141,13 +141,17 @@ def chip_heuristic(template_uid: str, op_name: str) -> Any:
     return _heuristic_class(template_uid, op_name)()
 
 
+def _is_expert(choice: Any) -> bool:
+    return getattr(getattr(choice, "choice", None), "name", None) == "mtia_expert_gemm"
+
+
 def on_chip(choices: list) -> list:
     """The candidates that run on the chip: the Triton templates' and the expert's. Inductor's
     others (aten, and subgraphs built on it: decompose-K, contiguous B) run on the host, where
     simulated timing would rate them free; they stay only where no chip candidate was made (a
     dtype no template takes, an empty K)."""
     from torch._inductor.select_algorithm import TritonTemplateCaller
-    expert = [c for c in choices if getattr(getattr(c, "choice", None), "name", None) == "mtia_expert_gemm"]
+    expert = [c for c in choices if _is_expert(c)]
     chip = [c for c in choices if isinstance(c, TritonTemplateCaller)] + expert
     return chip if chip else choices
 
@@ -155,12 +159,18 @@ def on_chip(choices: list) -> list:
 # ----------------------------------------------------------------------------- simulated timing
 
 def simulate_benchmarks(choices: list) -> list:
-    """Template choices among `choices` are timed in simulated time (see the module doc)."""
-    from torch._inductor.autotune_process import TritonCPUBenchmarkRequest
+    """Template choices among `choices` are timed in simulated time (see the module doc), and
+    the expert's whole benchmark is one simulated benchmark (Inductor's request for an extern
+    kernel without an out= variant first calls it once outside the benchmarker, to check the
+    output's layout: a launch that would count as the graph's)."""
+    from torch._inductor.autotune_process import ExternKernelCPUBenchmarkRequest, TritonCPUBenchmarkRequest
     for c in choices:
         req = getattr(c, "bmreq", None)
         if isinstance(req, TritonCPUBenchmarkRequest) and not isinstance(req, SimulatedTritonBenchmarkRequest):
             req.__class__ = SimulatedTritonBenchmarkRequest
+        elif isinstance(req, ExternKernelCPUBenchmarkRequest) and _is_expert(c) \
+                and not isinstance(req, SimulatedExternBenchmarkRequest):
+            req.__class__ = SimulatedExternBenchmarkRequest
     return choices
 
 
@@ -177,6 +187,29 @@ def _simulated_request_class() -> type:
 
 
 SimulatedTritonBenchmarkRequest = _simulated_request_class()
+
+
+def _simulated_extern_request_class() -> type:
+    from torch._inductor.autotune_process import ExternKernelCPUBenchmarkRequest
+
+    class SimulatedExternBenchmarkRequest(ExternKernelCPUBenchmarkRequest):
+        """An extern choice's benchmark request whose time is the simulated time of one call,
+        the layout check on that call's output."""
+
+        def benchmark(self, *input_tensors: torch.Tensor, out: torch.Tensor | None = None) -> float:
+            if out is not None and out.numel() == 0:
+                return 0.0
+            from backend.driver import simulated_bench
+            algo = self.to_callable()
+            got: list = []
+            ms = simulated_bench(lambda: got.append(algo(*input_tensors)))
+            if out is not None and not self.has_out_variant:
+                torch._C._dynamo.guards.assert_size_stride(got[0], tuple(out.size()), tuple(out.stride()))
+            return ms
+    return SimulatedExternBenchmarkRequest
+
+
+SimulatedExternBenchmarkRequest = _simulated_extern_request_class()
 
 
 # ----------------------------------------------------------------------------- the expert as a choice
@@ -283,34 +316,10 @@ def install() -> None:
     nd_tiling = ic.triton.prefer_nd_tiling
     options.activate_current()
     ic.triton.prefer_nd_tiling = nd_tiling  # this switch's config only, not the other switches'
-    apply_config(options.enabled("triton_gemm_templates"))
+    options.apply_template_config(options.enabled("triton_gemm_templates"))
     if not (isinstance(ic.inductor_choices_class, type) and issubclass(ic.inductor_choices_class, GemmTemplateChoices)):
         ic.inductor_choices_class = GemmTemplateChoices
     if not isinstance(V.choices, GemmTemplateChoices):
         V.set_choices_handler(ic.inductor_choices_class())
 
 
-# ----------------------------------------------------------------------------- config
-
-_SAVED: dict[str, Any] = {}
-_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends", "benchmark_epilogue_fusion")
-
-
-def apply_config(on: bool) -> None:
-    """Inductor config for the templates: max_autotune_gemm on with the TRITON backend allowed
-    (ATEN too, for what no template takes: dropped where one does), epilogues fused without
-    benchmarking. Off, the values found before the first switch-on come back."""
-    import torch._inductor.config as ic
-    if on:
-        if not _SAVED:
-            _SAVED.update({k: getattr(ic, k) for k in _KEYS})
-        ic.max_autotune_gemm = True
-        ic.max_autotune_gemm_backends = "ATEN,TRITON"
-        # an epilogue (bias, activation) is fused into the chosen template unmeasured: Inductor's
-        # harness for timing the fused kernel against template + separate epilogue writes a module
-        # that does not import on a CPU device (IndentationError: its imports come indented)
-        ic.benchmark_epilogue_fusion = False
-    elif _SAVED:
-        for k, v in _SAVED.items():
-            setattr(ic, k, v)
-        _SAVED.clear()

@@ -121,8 +121,7 @@ def _apply_config(active: dict[str, bool]) -> None:
     """Switches that are Inductor config keys are set here (read when a graph is compiled)."""
     import torch._inductor.config as ic
     ic.triton.prefer_nd_tiling = active["nd_tiling"]
-    from backend.inductor_cpu import gemm_templates
-    gemm_templates.apply_config(active["triton_gemm_templates"])
+    apply_template_config(active["triton_gemm_templates"])
 
 
 def activate_current() -> dict[str, bool]:
@@ -136,3 +135,27 @@ def enabled(name: str) -> bool:
     if not _ACTIVE:
         activate()
     return _ACTIVE[name]
+
+
+_SAVED: dict[str, Any] = {}
+_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends", "benchmark_epilogue_fusion")
+
+
+def apply_template_config(on: bool) -> None:
+    """Inductor config for `triton_gemm_templates` (gemm_templates.py): max_autotune_gemm on with the TRITON backend allowed
+    (ATEN too, for what no template takes: dropped where one does), epilogues fused without
+    benchmarking. Off, the values found before the first switch-on come back."""
+    import torch._inductor.config as ic
+    if on:
+        if not _SAVED:
+            _SAVED.update({k: getattr(ic, k) for k in _KEYS})
+        ic.max_autotune_gemm = True
+        ic.max_autotune_gemm_backends = "ATEN,TRITON"
+        # an epilogue (bias, activation) is fused into the chosen template unmeasured: Inductor's
+        # harness for timing the fused kernel against template + separate epilogue writes a module
+        # that does not import on a CPU device (IndentationError: its imports come indented)
+        ic.benchmark_epilogue_fusion = False
+    elif _SAVED:
+        for k, v in _SAVED.items():
+            setattr(ic, k, v)
+        _SAVED.clear()

@@ -27,7 +27,7 @@ def test_decoder_row_is_the_graph_launches_in_timing_mode():
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)
         with torch.no_grad():
             fn(x, mask)
-            with drv.record_launches() as recs:
+            with drv.record_launches() as recs, drv.shared_llc():
                 fn(x, mask)
     finally:
         unconfigure()

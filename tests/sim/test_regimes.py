@@ -160,3 +160,66 @@ def test_repricing_equals_running_on_the_variant(device):
                 for f in calls:
                     f()
             assert [driver.reprice(r, v).cycles for r in recs] == [r.cycles for r in direct], v
+
+
+# ------------------------------------------------------------------ the LLC across the launches of one call
+
+def _two_pass(n: int, x, y, tmp, out) -> list:
+    """tmp = x + y; out = tmp + x: the second launch reads what the first wrote and read."""
+    with driver.record_launches() as got:
+        _add[(triton.cdiv(n, 1024),)](x, y, tmp, n, BLOCK=1024)
+        _add[(triton.cdiv(n, 1024),)](tmp, x, out, n, BLOCK=1024)
+    return got
+
+
+def test_a_later_launch_of_one_call_reads_what_the_earlier_touched_from_the_sram(device):
+    n = 1 << 18
+    x, y, tmp, out = torch.randn(n), torch.randn(n), torch.empty(n), torch.empty(n)
+    alone = _two_pass(n, x, y, tmp, out)
+    with driver.shared_llc():
+        shared = _two_pass(n, x, y, tmp, out)
+    assert [r.carried for r in alone] == [(), ()]
+    assert shared[0].carried == () and set(shared[1].carried) == {"x_ptr", "y_ptr"}  # tmp and x
+    assert shared[0].cycles == alone[0].cycles and shared[1].cycles < 0.8 * alone[1].cycles
+    torch.testing.assert_close(out, 2 * x + y)
+    # the second launch alone in the resident regime reads the same: its inputs are in the SRAM
+    driver.set_regime("resident")
+    assert _cycles(lambda: _add[(triton.cdiv(n, 1024),)](tmp, x, out, n, BLOCK=1024)) == shared[1].cycles
+    driver.set_regime("cold")
+    # repricing keeps what the launch found carried; the assumption's "cold" prices it as alone
+    with driver.keep_traces(), driver.shared_llc():
+        kept = _two_pass(n, x, y, tmp, out)
+    assert driver.reprice(kept[1], "mtia2i").cycles == shared[1].cycles
+    assert driver.reprice(kept[1], "mtia2i@assumptions.llc_across_launches=cold").cycles == alone[1].cycles
+    driver.set_chip("mtia2i@assumptions.llc_across_launches=cold")
+    with driver.shared_llc():
+        off = _two_pass(n, x, y, tmp, out)
+    assert [r.cycles for r in off] == [r.cycles for r in alone]
+
+
+def test_the_shared_llc_holds_the_most_recent_storages_up_to_its_capacity(device):
+    cap = int(load_chip("mtia2i")["sram"].get("llc_bytes", load_chip("mtia2i")["sram"]["bytes"]))
+    n = 1 << 16
+    x, y, out = torch.randn(n), torch.randn(n), torch.empty(n)
+    big = torch.empty(cap // 4 + 1024)  # a storage larger than the LLC evicts everything before it
+    with driver.shared_llc():
+        _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        assert set(driver.DEVICE.llc) == {t.untyped_storage().data_ptr() for t in (x, y, out)}
+        _add[(1,)](big, big, big, 1, BLOCK=1024)
+        assert driver.DEVICE.llc == {}
+        with driver.record_launches() as got:
+            _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    assert got[0].carried == ()
+    assert driver.DEVICE.llc is None  # outside the block nothing is shared
+
+
+def test_a_benchmark_inside_a_call_neither_sees_nor_changes_its_llc(device):
+    n = 1 << 16
+    x, y, out = torch.randn(n), torch.randn(n), torch.empty(n)
+    launch = lambda: _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)  # noqa: E731
+    alone_ms = driver.simulated_bench(launch)
+    with driver.shared_llc():
+        launch()
+        state = dict(driver.DEVICE.llc)
+        assert driver.simulated_bench(launch) == alone_ms
+        assert driver.DEVICE.llc == state

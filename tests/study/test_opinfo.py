@@ -27,11 +27,17 @@ def test_passing_op_runs_triton_on_the_simulator(name):
 
 
 def test_extern_only_op_is_pass_no_triton():
-    # mm lowers to an aten extern call on CPU: correct, but no Triton kernel is launched
-    r = opinfo.run_op(_op("mm"), torch.float32, n_samples=1)
+    # addbmm stays an aten fallback (no template or lowering takes it): correct, but no Triton
+    # kernel is launched
+    r = opinfo.run_op(_op("addbmm"), torch.float32, n_samples=1)
     assert r.status == "pass_no_triton", r
     assert r.n_kernels == 0
-    assert (r.n_graphs, r.fallback_ops, r.no_triton_reason) == (1, "extern.mm", "fallback")
+    assert (r.n_graphs, r.fallback_ops, r.no_triton_reason) == (1, "aten.addbmm", "fallback")
+
+
+def test_mm_runs_as_inductors_triton_template_on_the_chip():
+    r = opinfo.run_op(_op("mm"), torch.float32, n_samples=1)
+    assert r.status == "pass" and r.n_kernels >= 1, r
 
 
 def test_wrong_numbers_are_classified_wrong():
