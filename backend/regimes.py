@@ -12,6 +12,12 @@ library's launch, through it) prices every launch in the regime selected with `M
 - `resident`: activations resident between layers: every input is already in the SRAM (while
   the footprint fits the LLC; a larger launch reads cold), outputs kept as in `cold`.
 - `writeback`: inputs cold; every output is written back to LPDDR on the critical path.
+
+A regime says where a call's own inputs start. Within one call of several launches (a workload's
+implementation, a compiled model: backend.driver.shared_llc), a later launch also finds in the
+SRAM what the call's earlier launches read or wrote, while the LLC holds it
+(assumptions.llc_across_launches = "kept", the default; "cold" prices every launch as if
+benchmarked alone).
 """
 from __future__ import annotations
 
