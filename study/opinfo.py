@@ -102,11 +102,15 @@ def configure(cache_dir: str | None = None) -> None:
     torch._dynamo.config.cache_size_limit = 64
     # two switches of the study's Inductor path that T4 takes (backend/inductor_cpu/options.py;
     # Inductor's other choices stay its own): the chip's GEMM templates (`triton_gemm_templates`,
-    # MTIA_INDUCTOR="triton_gemm_templates=0" leaves GEMMs to aten as before), so mm / bmm / addmm
+    # off in the study's Inductor path by default, on here; MTIA_INDUCTOR="triton_gemm_templates=0" leaves GEMMs to aten as before), so mm / bmm / addmm
     # compile to Triton (the expert GEMM is not registered here: no GEMM runs as an extern), and
     # Triton code for the special functions Inductor leaves to aten (`special_functions`,
     # backend/inductor_cpu/special.py)
     from backend.inductor_cpu import gemm_templates, options
+    nd_tiling = ic.triton.prefer_nd_tiling
+    if options.parse_env().get("triton_gemm_templates", True):  # on here unless MTIA_INDUCTOR says 0
+        options.activate(triton_gemm_templates=True)
+    ic.triton.prefer_nd_tiling = nd_tiling  # that switch's config only, not the other switches'
     if options.enabled("triton_gemm_templates"):
         gemm_templates.install()
     from backend.inductor_cpu import special

@@ -37,7 +37,7 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `extern_gemm`: aten.mm / addmm / bmm, which Inductor leaves to aten, run as the expert GEMM
   program on the simulated chip (extern.py; the study registers the program), so their time is
   simulated.
-- `triton_gemm_templates`: mm / addmm / bmm / baddbmm (and what decomposes to them: matmul,
+- `triton_gemm_templates` (off by default; T4 turns it on): mm / addmm / bmm / baddbmm (and what decomposes to them: matmul,
   addbmm, linear) compile to Inductor's own Triton GEMM templates (max_autotune_gemm with the
   TRITON backend; the kernels go through this backend like any other), with candidate tiles
   sized for a PE's local memory and the PE grid, timed in simulated time (gemm_templates.py).
@@ -72,7 +72,7 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "pointwise_blocks": True, "pointwise_cat": True, "small_bucketize": True,
                              "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
-                             "extern_embedding_bag": True, "triton_gemm_templates": True,
+                             "extern_embedding_bag": True, "triton_gemm_templates": False,
                              "special_functions": True}
 _ACTIVE: dict[str, bool] = {}
 
@@ -85,6 +85,11 @@ def _parse(text: str) -> dict[str, bool]:
             raise ValueError(f"MTIA_INDUCTOR: unknown switch {k!r}; known: {', '.join(DEFAULTS)}")
         out[k] = v.strip().lower() not in ("0", "false", "off", "no")
     return out
+
+
+def parse_env() -> dict[str, bool]:
+    """The switches MTIA_INDUCTOR sets (only those it names)."""
+    return _parse(os.environ.get("MTIA_INDUCTOR", ""))
 
 
 def activate(**overrides: Any) -> dict[str, bool]:

@@ -238,7 +238,7 @@ def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_o
     # the extern GEMM reads row-major operands: x^T of x @ x^T goes to its NT form (no copy);
     # another strided operand is copied by a simulated kernel (the program refuses a strided
     # operand rather than copy it on the host, unpriced)
-    # (Inductor's Triton templates off: with them on, a template reads the strided operand itself)
+    # (Inductor's Triton templates off, the default: with them on, a template reads the strided operand itself)
     from study.compile_mtia import compile_for_mtia
     x = torch.randn(8, 27, 32)
     fn = lambda x: torch.bmm(x, x.transpose(1, 2))  # noqa: E731
@@ -253,7 +253,7 @@ def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_o
     names = [k.name for k in rep2.kernels]
     assert len(names) == 2 and names[1].startswith("expert_gemm_8x") and not names[0].startswith("expert"), names
     torch._dynamo.reset()
-    c3, rep3 = compile_for_mtia(fn2, x, y)
+    c3, rep3 = compile_for_mtia(fn2, x, y, triton_gemm_templates=True)
     torch.testing.assert_close(c3(x, y), fn2(x, y), rtol=1e-4, atol=1e-4)
     assert [k.name.startswith("triton_tem_") for k in rep3.kernels] == [True]
 
