@@ -39,7 +39,7 @@ def decoder_rows(shape: dict | None = None) -> list[dict]:
     x = torch.randn(b, s, h, generator=torch.Generator().manual_seed(1)).bfloat16()
     mask = torch.full((s, s), float("-inf")).triu(1).bfloat16()
     configure()
-    options.activate(**{k: True for k in options.DEFAULTS})
+    options.activate(**options.DEFAULTS)
     torch._dynamo.reset()
     try:
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)

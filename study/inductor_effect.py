@@ -20,7 +20,7 @@ def settings() -> list[tuple[str, dict[str, bool]]]:
     off = {k: False for k in DEFAULTS}
     out = [("all_off", off)]
     out += [(f"only_{k}", dict(off, **{k: True})) for k in DEFAULTS]
-    out.append(("all_on", {k: True for k in DEFAULTS}))
+    out.append(("all_on", {k: True for k in DEFAULTS}))  # every switch, the off-by-default ones too
     return out
 
 

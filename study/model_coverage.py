@@ -327,7 +327,7 @@ def _measure_case(case: tuple[str, str, str, str]) -> Coverage:
     chip, size, model, mode = case
     # plain: Inductor's own choices exactly (nothing of backend/inductor_cpu installed)
     configure_chip_aware() if mode == "chip" else stock_inductor()
-    options.activate(**{k: mode == "chip" for k in options.DEFAULTS})
+    options.activate(**{k: mode == "chip" and on for k, on in options.DEFAULTS.items()})
     t0 = time.perf_counter()
     c = measure(model, size, chip)
     c.inductor = mode

@@ -159,7 +159,7 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     t_start = time.perf_counter()
     configure_t3()
     configure()
-    options.activate(**{k: True for k in options.DEFAULTS})
+    options.activate(**options.DEFAULTS)
     drv.set_chip(chip)
     if check is None:
         check = timing_check(model, check_size) if check_size else ""

@@ -21,7 +21,7 @@ def test_decoder_row_is_the_graph_launches_in_timing_mode():
     x = torch.randn(1, 32, 64, generator=torch.Generator().manual_seed(1)).bfloat16()
     mask = torch.full((32, 32), float("-inf")).triu(1).bfloat16()
     configure()
-    options.activate(**{k: True for k in options.DEFAULTS})
+    options.activate(**options.DEFAULTS)
     torch._dynamo.reset()
     try:
         fn = torch.compile(model, backend="inductor", fullgraph=False, dynamic=False)

@@ -19,7 +19,7 @@ def _t3_chip(name: str, size: str) -> model_coverage.Coverage:
     from study.inductor import configure, unconfigure
     model_coverage.configure()
     configure()
-    options.activate(**{k: True for k in options.DEFAULTS})
+    options.activate(**options.DEFAULTS)
     try:
         return model_coverage.measure(name, size)
     finally:
