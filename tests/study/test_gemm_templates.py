@@ -8,18 +8,9 @@ import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
 from backend.inductor_cpu import gemm_templates, options
-from study.inductor import configure, unconfigure
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    configure()
-    options.activate()
-    torch._dynamo.reset()
-    yield
-    options.activate()
-    unconfigure()
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
 
 
 def test_candidate_tiles_fit_local_memory_and_cover_the_pes() -> None:

@@ -6,18 +6,10 @@ import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
 from backend.inductor_cpu import options
-from study.inductor import HostFallback, NotOneGraph, configure, run_on_chip, unconfigure
+from study.inductor import HostFallback, NotOneGraph, run_on_chip
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    configure()
-    options.activate()
-    torch._dynamo.reset()
-    yield
-    options.activate()
-    unconfigure()  # later tests in this process (T3's) compile with Inductor's own choices
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
 
 
 def test_every_workload_with_a_reference_has_an_inductor_impl() -> None:

@@ -13,22 +13,12 @@ import pytest
 import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
-from backend.inductor_cpu import options
-from study.inductor import configure, unconfigure
 
 REPO = Path(__file__).resolve().parents[2]
 INF, NAN = math.inf, math.nan
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    configure()
-    options.activate()
-    torch._dynamo.reset()
-    yield
-    options.activate()
-    unconfigure()
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
 
 
 def _on_chip(fn, *args: torch.Tensor, rtol: float = 1e-4, atol: float = 1e-4) -> None:
