@@ -143,7 +143,7 @@ def enabled(name: str) -> bool:
 
 
 _SAVED: dict[str, Any] = {}
-_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends", "benchmark_epilogue_fusion")
+_KEYS = ("max_autotune_gemm", "max_autotune_gemm_backends", "benchmark_epilogue_fusion", "max_autotune_conv_backends")
 
 
 def apply_template_config(on: bool) -> None:
@@ -160,6 +160,10 @@ def apply_template_config(on: bool) -> None:
         # harness for timing the fused kernel against template + separate epilogue writes a module
         # that does not import on a CPU device (IndentationError: its imports come indented)
         ic.benchmark_epilogue_fusion = False
+        # convolutions stay aten: max_autotune_gemm also turns on Inductor's convolution
+        # templates, whose CPU paths fail to compile (conv2d: a placeholder's name called with a
+        # stream argument; conv3d: conv1x1_via_mm called with an extra argument)
+        ic.max_autotune_conv_backends = "ATEN"
     elif _SAVED:
         for k, v in _SAVED.items():
             setattr(ic, k, v)
