@@ -64,7 +64,7 @@ class _DeviceState:
     # inside unsimulated(): launches are not simulated (see there)
     skip: bool = False
     # inside shared_llc(): the storages the block's launches touched, least recent first
-    # (storage address -> bytes), as many as the LLC holds
+    # (storage address -> storage), as many as the LLC holds
     llc: Any = None
 
 

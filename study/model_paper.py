@@ -74,33 +74,27 @@ def autotuning_apart(launches: list, host: list) -> Iterator[list]:
     """Inside the block, what Inductor's benchmarking of candidate configs launches (and the
     host ops it runs: argument clones) is taken out of `launches` and `host` and collected in
     the list yielded instead."""
-    from backend.inductor_cpu import benchmark
-    # the host work of autotuning around the benchmarks (zeroing the outputs of an atomic
-    # kernel between configs) is Inductor's CachingAutotuner.benchmark_all_configs'
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    real_all = CachingAutotuner.benchmark_all_configs
-
-    def all_configs(self: Any, *args: Any, **kw: Any) -> Any:
-        n_h = len(host)
-        try:
-            return real_all(self, *args, **kw)
-        finally:
-            del host[n_h:]
-
-    # and the GEMM templates' selection (their example inputs and outputs: zeros, clones) is
-    # Inductor's AlgorithmSelectorCache's, at compile time
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
-    real_select = AlgorithmSelectorCache.__call__
 
-    def select(self: Any, *args: Any, **kw: Any) -> Any:
-        n_h = len(host)
-        try:
-            return real_select(self, *args, **kw)
-        finally:
-            del host[n_h:]
+    from backend.inductor_cpu import benchmark
 
-    CachingAutotuner.benchmark_all_configs = all_configs
-    AlgorithmSelectorCache.__call__ = select
+    def host_dropped(real: Any) -> Any:
+        def wrapped(self: Any, *args: Any, **kw: Any) -> Any:
+            n_h = len(host)
+            try:
+                return real(self, *args, **kw)
+            finally:
+                del host[n_h:]
+        return wrapped
+
+    # the host work of autotuning around the benchmarks (zeroing the outputs of an atomic
+    # kernel between configs) is Inductor's CachingAutotuner.benchmark_all_configs'; the GEMM
+    # templates' selection (their example inputs and outputs: zeros, clones) is Inductor's
+    # AlgorithmSelectorCache's, at compile time
+    real_all, real_select = CachingAutotuner.benchmark_all_configs, AlgorithmSelectorCache.__call__
+    CachingAutotuner.benchmark_all_configs = host_dropped(real_all)
+    AlgorithmSelectorCache.__call__ = host_dropped(real_select)
     try:
         with benchmark.benchmarks_apart(launches, host) as tuned:
             yield tuned
@@ -144,7 +138,7 @@ def measure(model: str, size: str = "paper", chip: str = "mtia2i", check_size: s
     caller already has it (it compares executor modes, which no pricing key of `chip` changes);
     otherwise it is run at `check_size` (None: skipped). `keep`: a list that receives the model
     and its compiled function. `compiled`: what `keep` received from a measurement on a chip that
-    differs from `chip` only in timing-model keys (`repriceable`): the model is not built and
+    differs from `chip` only in timing-model keys (`same_compile`): the model is not built and
     compiled again, its compiled function is called again on `chip` (no compile, no autotuning:
     the graph, its kernels and autotuning's choices are those a compile for `chip` makes, since
     neither reads those keys; what runs at launch time, such as the expert GEMM's choice of

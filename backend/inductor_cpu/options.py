@@ -48,8 +48,9 @@ Each enhancement can be turned off alone, to measure what it buys:
   512^3 9,675 / 9,667, 1024x1024x512 18,525 / 18,261, bmm 8x256^3 17,128 / 16,969 (a tie:
   both are DMA- and DPE-bound alike); fp32 256^3 11,620 / 34,911, 512^3 70,814 / 262,016,
   1024x1024x512 269,859 / 1,040,004 (the backend forms an FP32 dot on the SIMD engine, which
-  the model rates above the DPE's FP32 rate that the expert program uses), so the default is
-  both on: the autotuning picks per shape.
+  the model rates above the DPE's FP32 rate that the expert program uses). Off by default: on the
+  study's rows the expert stays the choice, and an epilogue fused after autotuning can overflow a
+  PE's local memory (the paper-shape decoder did; docs/inductor.md).
 - `extern_sdpa`: scaled_dot_product_attention runs as a Triton flash-attention kernel with an
   additive mask (attention.py).
 - `extern_embedding_bag`: embedding bags (sum / mean, include_last_offset) run as the Triton

@@ -27,36 +27,37 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Inductor op name (torch/_inductor/codegen/common.py, pointwise_overrides_data) -> the
-# special_math function its Triton expression calls (same argument order as the ops call)
-FUNCTIONS: dict[str, str] = {
-    "digamma": "digamma",
-    "polygamma": "polygamma",
-    "zeta": "zeta",
-    "i0e": "i0e",
-    "i1e": "i1e",
-    "ndtri": "ndtri",
-    "modified_bessel_k0": "bessel_k0",
-    "modified_bessel_k1": "bessel_k1",
-    "scaled_modified_bessel_k0": "bessel_k0e",
-    "scaled_modified_bessel_k1": "bessel_k1e",
-    "spherical_bessel_j0": "spherical_j0",
-    "airy_ai": "airy_ai",
-    "igamma": "igamma",
-    "igammac": "igammac",
-    "gammainc": "igamma",
-    "gammaincc": "igammac",
-    "chebyshev_polynomial_t": "chebyshev_t",
-    "chebyshev_polynomial_u": "chebyshev_u",
-    "chebyshev_polynomial_v": "chebyshev_v",
-    "chebyshev_polynomial_w": "chebyshev_w",
-    "shifted_chebyshev_polynomial_t": "shifted_chebyshev_t",
-    "shifted_chebyshev_polynomial_u": "shifted_chebyshev_u",
-    "shifted_chebyshev_polynomial_v": "shifted_chebyshev_v",
-    "shifted_chebyshev_polynomial_w": "shifted_chebyshev_w",
-    "hermite_polynomial_h": "hermite_h",
-    "hermite_polynomial_he": "hermite_he",
-    "laguerre_polynomial_l": "laguerre_l",
-    "legendre_polynomial_p": "legendre_p",
+# special_math function its Triton expression calls (the op's arguments in the ops call's order),
+# and the constant arguments that follow them (a polynomial's kind, a Bessel function's order)
+FUNCTIONS: dict[str, tuple[str, str]] = {
+    "digamma": ("digamma", ""),
+    "polygamma": ("polygamma", ""),
+    "zeta": ("zeta", ""),
+    "i0e": ("i0e", ""),
+    "i1e": ("i1e", ""),
+    "ndtri": ("ndtri", ""),
+    "modified_bessel_k0": ("bessel_k", "0, False"),
+    "modified_bessel_k1": ("bessel_k", "1, False"),
+    "scaled_modified_bessel_k0": ("bessel_k", "0, True"),
+    "scaled_modified_bessel_k1": ("bessel_k", "1, True"),
+    "spherical_bessel_j0": ("spherical_j0", ""),
+    "airy_ai": ("airy_ai", ""),
+    "igamma": ("incomplete_gamma", "False"),
+    "igammac": ("incomplete_gamma", "True"),
+    "gammainc": ("incomplete_gamma", "False"),
+    "gammaincc": ("incomplete_gamma", "True"),
+    "chebyshev_polynomial_t": ("chebyshev", "0, False"),
+    "chebyshev_polynomial_u": ("chebyshev", "1, False"),
+    "chebyshev_polynomial_v": ("chebyshev", "2, False"),
+    "chebyshev_polynomial_w": ("chebyshev", "3, False"),
+    "shifted_chebyshev_polynomial_t": ("chebyshev", "0, True"),
+    "shifted_chebyshev_polynomial_u": ("chebyshev", "1, True"),
+    "shifted_chebyshev_polynomial_v": ("chebyshev", "2, True"),
+    "shifted_chebyshev_polynomial_w": ("chebyshev", "3, True"),
+    "hermite_polynomial_h": ("hermite", "True"),
+    "hermite_polynomial_he": ("hermite", "False"),
+    "laguerre_polynomial_l": ("laguerre_l", ""),
+    "legendre_polynomial_p": ("legendre_p", ""),
 }
 
 MODULE = "backend.inductor_cpu.special_math"
@@ -73,9 +74,9 @@ def _module_name() -> str:
     return V.kernel.helper_functions.add(f"from {package} import {module} as {{name}}", base_name="mtia_special")
 
 
-def _override(fn: str) -> Callable[..., str]:
+def _override(fn: str, constants: str) -> Callable[..., str]:
     def expr(*args: Any) -> str:
-        return f"{_module_name()}.{fn}({', '.join(str(a) for a in args)})"
+        return f"{_module_name()}.{fn}({', '.join([str(a) for a in args] + ([constants] if constants else []))})"
     expr.__name__ = fn
     return expr
 
@@ -113,10 +114,10 @@ def install() -> None:
     from torch._inductor import lowering as L
     from torch._inductor.codegen.common import pointwise_overrides_data
     from torch._inductor.codegen.triton import TritonOverrides
-    for name, fn in FUNCTIONS.items():
+    for name, (fn, constants) in FUNCTIONS.items():
         if name not in _ORIGINAL_OVERRIDES:
             _ORIGINAL_OVERRIDES[name] = TritonOverrides.__dict__.get(name)
-            setattr(TritonOverrides, name, staticmethod(_override(fn)))
+            setattr(TritonOverrides, name, staticmethod(_override(fn, constants)))
         packet = getattr(torch.ops.aten, pointwise_overrides_data[name].name, None)
         if packet is None:
             continue

@@ -88,7 +88,7 @@ def _nan(x):
 # ----------------------------------------------------------------------------- polynomials
 
 @triton.jit
-def _chebyshev(x, n, KIND: tl.constexpr, SHIFTED: tl.constexpr):
+def chebyshev(x, n, KIND: tl.constexpr, SHIFTED: tl.constexpr):
     """Chebyshev polynomials of the first to fourth kind (KIND 0..3: T, U, V, W) of x, or of
     2x - 1 (SHIFTED), at degree n. Eager's cases in its order: n < 0 -> 0; at the ends of the
     interval (|x| == 1; shifted: x == 1 or x == 0) the closed values; inside it, above a degree
@@ -175,48 +175,16 @@ def _chebyshev(x, n, KIND: tl.constexpr, SHIFTED: tl.constexpr):
     return tl.where(kn < 0, 0.0, out)
 
 
-@triton.jit
-def chebyshev_t(x, n):
-    return _chebyshev(x, n, 0, False)
+
+
+
+
+
+
 
 
 @triton.jit
-def chebyshev_u(x, n):
-    return _chebyshev(x, n, 1, False)
-
-
-@triton.jit
-def chebyshev_v(x, n):
-    return _chebyshev(x, n, 2, False)
-
-
-@triton.jit
-def chebyshev_w(x, n):
-    return _chebyshev(x, n, 3, False)
-
-
-@triton.jit
-def shifted_chebyshev_t(x, n):
-    return _chebyshev(x, n, 0, True)
-
-
-@triton.jit
-def shifted_chebyshev_u(x, n):
-    return _chebyshev(x, n, 1, True)
-
-
-@triton.jit
-def shifted_chebyshev_v(x, n):
-    return _chebyshev(x, n, 2, True)
-
-
-@triton.jit
-def shifted_chebyshev_w(x, n):
-    return _chebyshev(x, n, 3, True)
-
-
-@triton.jit
-def _hermite(x, n, PHYSICIST: tl.constexpr):
+def hermite(x, n, PHYSICIST: tl.constexpr):
     """Hermite H (PHYSICIST: H_k = 2x H_(k-1) - 2(k-1) H_(k-2)) or He (He_k = x He_(k-1) -
     (k-1) He_(k-2)). n < 0 -> 0; n > 128 -> nan (eager's limit for fp32)."""
     x, n = tl.broadcast(x, n)
@@ -243,14 +211,6 @@ def _hermite(x, n, PHYSICIST: tl.constexpr):
     return tl.where(kn < 0, 0.0, out)
 
 
-@triton.jit
-def hermite_h(x, n):
-    return _hermite(x, n, True)
-
-
-@triton.jit
-def hermite_he(x, n):
-    return _hermite(x, n, False)
 
 
 @triton.jit
@@ -512,7 +472,7 @@ def _k_series(x, NU: tl.constexpr):
 
 
 @triton.jit
-def _bessel_k(x, NU: tl.constexpr, SCALED: tl.constexpr):
+def bessel_k(x, NU: tl.constexpr, SCALED: tl.constexpr):
     small = _k_series(x, NU)
     large = _k_scaled_integral(x, NU)
     if SCALED:
@@ -525,26 +485,8 @@ def _bessel_k(x, NU: tl.constexpr, SCALED: tl.constexpr):
     return tl.where(x == 0.0, _INF, out)
 
 
-@triton.jit
-def bessel_k0(x):
-    """K0(x): x == 0 -> inf, x < 0 -> nan."""
-    return _bessel_k(x, 0, False)
 
 
-@triton.jit
-def bessel_k1(x):
-    return _bessel_k(x, 1, False)
-
-
-@triton.jit
-def bessel_k0e(x):
-    """exp(x) K0(x)."""
-    return _bessel_k(x, 0, True)
-
-
-@triton.jit
-def bessel_k1e(x):
-    return _bessel_k(x, 1, True)
 
 
 @triton.jit
@@ -643,7 +585,7 @@ def _gamma_prefactor(a, x):
 
 
 @triton.jit
-def _incomplete_gamma(a, x, UPPER: tl.constexpr):
+def incomplete_gamma(a, x, UPPER: tl.constexpr):
     """P(a, x) (UPPER False) or Q(a, x) = 1 - P(a, x), eager's edge cases: x < 0 or a < 0 ->
     nan; a == 0 -> (x > 0: P 1, Q 0; else nan); x == 0 -> P 0, Q 1; a inf -> (x inf: nan; else
     P 0, Q 1); x inf -> P 1, Q 0."""
@@ -697,14 +639,3 @@ def _incomplete_gamma(a, x, UPPER: tl.constexpr):
         out = tl.where(a == 0.0, tl.where(x > 0.0, 1.0, _nan(x)), out)
     return tl.where((x < 0.0) | (a < 0.0) | (x != x) | (a != a), _nan(x), out)
 
-
-@triton.jit
-def igamma(a, x):
-    """Regularized lower incomplete gamma P(a, x)."""
-    return _incomplete_gamma(a, x, False)
-
-
-@triton.jit
-def igammac(a, x):
-    """Regularized upper incomplete gamma Q(a, x)."""
-    return _incomplete_gamma(a, x, True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from backend.passes import dce
 from backend.passes.sexpr import ONE, ZERO, SExpr
@@ -151,23 +152,12 @@ class Structurer:
         inner = tuple((m, c) for m, c in e.terms if self._depth(SExpr(((m, c),), 0), chain) == depth)
         outer = SExpr(tuple(t for t in e.terms if t not in inner), e.const)
         ops: list[Op] = []
-
-        def new(name: str, operands: list, attrs: dict | None = None) -> Value:
-            out = Value(I64)
-            ops.append(Op(name, operands, [out], attrs or {}, [], use_op.loc))
-            return out
-
+        new = _builder(ops, use_op.loc)
         acc: Value | None = None
         if depth > 0 and not outer.is_const:
             acc = self._as_value(self.emit(outer, use_op), use_op)
             outer = ZERO
-        for mono, coeff in inner:
-            t: Value = mono[0]
-            for v in mono[1:]:
-                t = new("arith.muli", [t, v])
-            if coeff != 1:
-                t = new("arith.muli", [t, self._as_value(coeff, use_op)])
-            acc = t if acc is None else new("arith.addi", [acc, t])
+        acc = _sum_terms(new, inner, acc, lambda k: self._as_value(k, use_op))
         if outer.const:
             acc = new("arith.addi", [acc, self._as_value(outer.const, use_op)])
         self._place(ops, target, use_op)
@@ -264,19 +254,8 @@ class Structurer:
         # emitted here, right before the remainder, with constants of its own: emit()'s shared
         # values may sit at a later use (this analysis runs when a later load asks for it)
         ops: list[Op] = []
-
-        def new(name: str, operands: list, attrs: dict | None = None) -> Value:
-            out = Value(I64)
-            ops.append(Op(name, operands, [out], attrs or {}, [], op.loc))
-            return out
-        acc: Value | None = None
-        for mono, coeff in a.base.terms:
-            t: Value = mono[0]
-            for v in mono[1:]:
-                t = new("arith.muli", [t, v])
-            if coeff != 1:
-                t = new("arith.muli", [t, new("arith.constant", [], {"value": coeff})])
-            acc = t if acc is None else new("arith.addi", [acc, t])
+        new = _builder(ops, op.loc)
+        acc = _sum_terms(new, a.base.terms, None, lambda k: new("arith.constant", [], {"value": k}))
         if a.base.const:
             acc = new("arith.addi", [acc, new("arith.constant", [], {"value": a.base.const})])
         rem = new("arith.remsi", [acc, new("arith.constant", [], {"value": c})])
@@ -977,3 +956,26 @@ def run(fn: Function, options: object) -> dict:
         elif op.name.startswith("tt.atomic"):
             counts["atomic"] = counts.get("atomic", 0) + 1
     return counts
+
+
+def _builder(ops: list, loc: Any) -> Callable[..., Value]:
+    """new(name, operands, attrs): appends an i64 scalar op to `ops` and gives its result."""
+    def new(name: str, operands: list, attrs: dict | None = None) -> Value:
+        out = Value(I64)
+        ops.append(Op(name, operands, [out], attrs or {}, [], loc))
+        return out
+    return new
+
+
+def _sum_terms(new: Callable[..., Value], terms: tuple, acc: Value | None,
+               constant: Callable[[int], Value]) -> Value | None:
+    """acc plus the sum of `terms` (monomial, coefficient) as ops made by `new`; `constant`
+    gives the value of a coefficient."""
+    for mono, coeff in terms:
+        t: Value = mono[0]
+        for v in mono[1:]:
+            t = new("arith.muli", [t, v])
+        if coeff != 1:
+            t = new("arith.muli", [t, constant(coeff)])
+        acc = t if acc is None else new("arith.addi", [acc, t])
+    return acc
