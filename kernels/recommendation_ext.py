@@ -4,9 +4,11 @@ per PE, each planning its own share of the work.
 
 - Jagged sum: segment lengths are data (1..max_len rows), so one program per segment leaves
   some PEs with much more work than others. Work items are (segment, column block) pairs;
-  an item costs its rows plus ITEM_COST, and PE p takes the items whose cost midpoint lies
-  in [p, p + 1) * total / P (one load of the offsets, vector compares, two sums): every PE
-  gets the same cost to within half an item.
+  an item costs its rows plus ITEM_COST, and PE p takes exactly the cost range
+  [p, p + 1) * total / P, cut between rows (one load of the offsets, a compare and a count
+  per cut). An item cut over several PEs leaves a partial sum per PE, added by a second,
+  small launch (jagged_sum_combine): every PE gets the same rows to within ITEM_COST, where
+  giving each item whole to one PE leaves up to half an item of imbalance at each cut.
 - Embedding bag (table-batched): each PE takes a contiguous range of bags holding an equal
   share of the lookups (two-level count over the offsets), walks it a few bags (an item) at a time and keeps
   three items in flight (see the kernel).
@@ -21,49 +23,112 @@ from backend.language import mtia
 
 
 @triton.jit
-def jagged_sum_ext_kernel(values_ptr, offsets_ptr, out_ptr, B, D, ITEM_COST: tl.constexpr, BLOCK_B: tl.constexpr,
-                          NCB: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Work item i = (segment i // NCB, column block i % NCB); PE p sums the items whose
-    cost midpoint lies in [p, p + 1) * total / P, items in order (segment-major)."""
+def _cut(offsets_ptr, x, seg, smask, B, NCB: tl.constexpr, ITEM_COST: tl.constexpr):
+    """Where cost position x falls: (item, its first row at or after x). Segment b's items
+    start at cost NCB * (offsets[b] + b * ITEM_COST) (closed form: offsets are cumulative)
+    and each costs its ITEM_COST, then one per row; x = total gives (last item, its length)."""
+    s_all = tl.load(offsets_ptr + seg, mask=smask, other=0)
+    b = tl.sum((smask & ((s_all + seg * ITEM_COST) * NCB <= x)).to(tl.int32)) - 1
+    lo = tl.load(offsets_ptr + b)
+    per = tl.load(offsets_ptr + b + 1) - lo + ITEM_COST
+    into = x - (lo + b * ITEM_COST) * NCB
+    c = tl.minimum(into // per, NCB - 1)
+    return b * NCB + c, tl.maximum(into - c * per - ITEM_COST, 0)
+
+
+@triton.jit
+def _rows_sum(values_ptr, D, offs_d, r_lo, r_hi, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    """FP32 column sums of values[r_lo:r_hi, offs_d], BLOCK_L rows at a time."""
+    offs_l = tl.arange(0, BLOCK_L)
+    acc = tl.zeros((BLOCK_D,), dtype=tl.float32)
+    for i in range(r_lo, r_hi, BLOCK_L):
+        rows = i + offs_l
+        x = tl.load(values_ptr + rows[:, None] * D + offs_d[None, :],
+                    mask=(rows[:, None] < r_hi) & (offs_d[None, :] < D), other=0.0)
+        acc += tl.sum(x.to(tl.float32), axis=0)
+    return acc
+
+
+@triton.jit
+def jagged_sum_ext_kernel(values_ptr, offsets_ptr, out_ptr, part_ptr, head_ptr, B, D,
+                          ITEM_COST: tl.constexpr, BLOCK_B: tl.constexpr, NCB: tl.constexpr,
+                          BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Work = items (segment, column block), segment-major, each costing ITEM_COST plus one
+    per row; PE p takes the cost range [p, p + 1) * total / P exactly, cut between rows: its
+    first item i0 from row r0, the whole items after it, and its last item i1 up to row r1.
+    A whole item's sum goes to out; an item cut at its end (begun here) is a partial in
+    part[0, p], with its id and last PE in head[p]; one cut at its start (an earlier PE began
+    it) is a partial in part[1, p]. jagged_sum_combine adds them up."""
     pe = mtia.pe_id()
     n_pe = mtia.num_pes()
     seg = tl.arange(0, BLOCK_B)
-    cb = tl.arange(0, NCB)
     smask = seg < B
-    start = tl.load(offsets_ptr + seg, mask=smask, other=0)
-    length = tl.load(offsets_ptr + seg + 1, mask=smask, other=0) - start
-    # cost before item (b, c): NCB rows per row of the earlier segments, c of b's, and
-    # ITEM_COST per earlier item; twice the midpoint of item (b, c) is that plus its end
-    item = seg[:, None] * NCB + cb[None, :]
-    before = start[:, None] * NCB + cb[None, :] * length[:, None] + item * ITEM_COST
-    mid2 = (2 * before + length[:, None] + ITEM_COST) * n_pe
-    total = tl.load(offsets_ptr + B) * NCB + B * NCB * ITEM_COST
-    valid = smask[:, None] & (cb[None, :] < NCB)
-    first = tl.sum((valid & (mid2 < 2 * pe * total)).to(tl.int32))
-    last = tl.sum((valid & (mid2 < 2 * (pe + 1) * total)).to(tl.int32))
-    offs_l = tl.arange(0, BLOCK_L)
-    # the bounds of the next item are loaded one item ahead: the loop bounds are scalars the
-    # control core waits for, and loaded in the item itself they would queue behind the
-    # previous item's row transfers (a DMA latency of idle engine per item)
-    nxt = tl.minimum(first, B * NCB - 1) // NCB
+    total = (tl.load(offsets_ptr + B) + B * ITEM_COST) * NCB
+    i0, r0 = _cut(offsets_ptr, total * pe // n_pe, seg, smask, B, NCB, ITEM_COST)
+    i1, r1 = _cut(offsets_ptr, total * (pe + 1) // n_pe, seg, smask, B, NCB, ITEM_COST)
+    # i0..r1 come from reductions: they live in vector registers, and the control core waits
+    # for them where it reads them (bounds, addresses), so the item loop reads none of them
+    # per item: the two cut items are summed before and after it
+    n_items = B * NCB
+    b0 = i0 // NCB
+    lo0 = tl.load(offsets_ptr + b0)
+    hi0 = tl.load(offsets_ptr + b0 + 1)
+    # the next item's bounds are loaded one item ahead: the loop bounds are scalars the control
+    # core waits for, and loaded in the item itself they would queue behind the previous
+    # item's row transfers (a DMA latency of idle engine per item)
+    nxt = tl.minimum(i0 + 1, n_items - 1) // NCB
     lo_n = tl.load(offsets_ptr + nxt)
     hi_n = tl.load(offsets_ptr + nxt + 1)
-    for it in range(first, last):
+    e0 = tl.where(i0 == i1, lo0 + r1, hi0)
+    cols = (i0 % NCB) * BLOCK_D + tl.arange(0, BLOCK_D)
+    acc = _rows_sum(values_ptr, D, cols, lo0 + r0, e0, BLOCK_L, BLOCK_D)
+    # the destination is chosen by a scalar bound on the columns (a DMA box bound)
+    tl.store(out_ptr + b0 * D + cols, acc.to(out_ptr.dtype.element_ty),
+             mask=cols < tl.where((r0 == 0) & (e0 == hi0), D, 0))
+    tl.store(part_ptr + pe * D + cols, acc, mask=cols < tl.where((r0 == 0) & (e0 > lo0) & (e0 < hi0), D, 0))
+    tl.store(part_ptr + (n_pe + pe) * D + cols, acc, mask=cols < tl.where((r0 > 0) & (e0 > lo0 + r0), D, 0))
+    for it in range(i0 + 1, i1):
         b = it // NCB
         offs_d = (it % NCB) * BLOCK_D + tl.arange(0, BLOCK_D)
-        dmask = offs_d < D
         lo = lo_n
         hi = hi_n
-        nxt = tl.minimum(it + 1, B * NCB - 1) // NCB
+        nxt = tl.minimum(it + 1, n_items - 1) // NCB
         lo_n = tl.load(offsets_ptr + nxt)
         hi_n = tl.load(offsets_ptr + nxt + 1)
-        acc = tl.zeros((BLOCK_D,), dtype=tl.float32)
-        for i in range(lo, hi, BLOCK_L):
-            rows = i + offs_l
-            x = tl.load(values_ptr + rows[:, None] * D + offs_d[None, :],
-                        mask=(rows[:, None] < hi) & dmask[None, :], other=0.0)
-            acc += tl.sum(x.to(tl.float32), axis=0)
-        tl.store(out_ptr + b * D + offs_d, acc.to(out_ptr.dtype.element_ty), mask=dmask)
+        acc = _rows_sum(values_ptr, D, offs_d, lo, hi, BLOCK_L, BLOCK_D)
+        tl.store(out_ptr + b * D + offs_d, acc.to(out_ptr.dtype.element_ty), mask=offs_d < D)
+    b1 = tl.minimum(i1, n_items - 1) // NCB
+    lo1 = tl.load(offsets_ptr + b1)
+    hi1 = tl.load(offsets_ptr + b1 + 1)
+    cols = (i1 % NCB) * BLOCK_D + tl.arange(0, BLOCK_D)
+    # (an empty last item is whole wherever the cut falls in it: its zeros may be stored twice)
+    last = (i1 > i0) & ((r1 > 0) | (hi1 == lo1))
+    acc = _rows_sum(values_ptr, D, cols, lo1, tl.where(last, lo1 + r1, lo1), BLOCK_L, BLOCK_D)
+    tl.store(out_ptr + b1 * D + cols, acc.to(out_ptr.dtype.element_ty),
+             mask=cols < tl.where(last & (r1 == hi1 - lo1), D, 0))
+    tl.store(part_ptr + pe * D + cols, acc, mask=cols < tl.where(last & (r1 < hi1 - lo1), D, 0))
+    # the item begun here and left unfinished, and the PE holding its last row: the last q
+    # with q * total // P <= that row's cost position
+    starts = (r1 > 0) & (r1 < hi1 - lo1) & ((i1 > i0) | (r0 == 0))
+    end = (lo1 + b1 * ITEM_COST) * NCB + (i1 % NCB + 1) * (hi1 - lo1 + ITEM_COST)
+    tl.store(head_ptr + pe * 2, tl.where(starts, i1, -1))
+    tl.store(head_ptr + pe * 2 + 1, tl.where(starts, (end * n_pe + total - 1) // total - 1, pe))
+
+
+@triton.jit
+def jagged_sum_combine(part_ptr, head_ptr, out_ptr, D, NCB: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Program p: the item PE p began and later PEs finished (head[p]), summed from its
+    partials (part[0, p], then part[1, q] of every later PE q up to the item's last PE)."""
+    p = tl.program_id(0)
+    n_pe = tl.num_programs(0)
+    item = tl.load(head_ptr + p * 2)
+    last_pe = tl.load(head_ptr + p * 2 + 1)
+    cols = (tl.maximum(item, 0) % NCB) * BLOCK_D + tl.arange(0, BLOCK_D)
+    dmask = cols < D
+    acc = tl.load(part_ptr + p * D + cols, mask=dmask & (item >= 0), other=0.0)
+    for q in range(p + 1, last_pe + 1):
+        acc += tl.load(part_ptr + (n_pe + q) * D + cols, mask=dmask, other=0.0)
+    tl.store(out_ptr + (item // NCB) * D + cols, acc.to(out_ptr.dtype.element_ty), mask=dmask & (item >= 0))
 
 
 def _num_pes() -> int:
@@ -78,11 +143,15 @@ def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, 
     ncb = triton.cdiv(D, BLOCK_D)
     if B == 0:
         return out
-    # column blocks of >= 32 bytes per row keep every DMA run a whole burst; NCB of them per
-    # segment make the items small enough to balance (a half-item error per PE)
-    jagged_sum_ext_kernel[(min(_num_pes(), B * ncb),)](
-        values, offsets, out, B, D, ITEM_COST=16, BLOCK_B=triton.next_power_of_2(B), NCB=ncb,
+    # the cuts fall between rows: any number of PEs can share the rows (values.shape[0], known
+    # without reading the offsets), one tile of rows each at least
+    P = max(1, min(_num_pes(), triton.cdiv(values.shape[0] * ncb, BLOCK_L)))
+    part = torch.empty((2, P, D), dtype=torch.float32, device=values.device)
+    head = torch.empty((P, 2), dtype=torch.int32, device=values.device)
+    jagged_sum_ext_kernel[(P,)](
+        values, offsets, out, part, head, B, D, ITEM_COST=2, BLOCK_B=triton.next_power_of_2(B), NCB=ncb,
         BLOCK_L=BLOCK_L, BLOCK_D=BLOCK_D, num_stages=3)
+    jagged_sum_combine[(P,)](part, head, out, D, NCB=ncb, BLOCK_D=BLOCK_D)
     return out
 
 

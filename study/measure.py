@@ -132,12 +132,13 @@ def source_lines(obj: Any) -> int | None:
     """Non-blank lines of an implementation's source (T2), counted the same way for a Triton
     kernel and an expert program: the function itself plus every helper it calls, transitively,
     that is defined in kernels/ or baselines/expert/ (@triton.jit helpers, shared builder
-    helpers). The languages they are written in (triton.language, the ISA builder) do not count."""
-    root = _py_function(obj)
-    if not inspect.isfunction(root):
+    helpers). The languages they are written in (triton.language, the ISA builder) do not count.
+    A tuple counts each of its kernels (an implementation of several launches), shared helpers once."""
+    roots = [_py_function(o) for o in (obj if isinstance(obj, tuple) else (obj,))]
+    if not all(inspect.isfunction(r) for r in roots):
         return None
     seen: dict = {}
-    todo = [root]
+    todo = list(roots)
     while todo:
         f = todo.pop()
         if f in seen:

@@ -12,6 +12,8 @@ event, as attributes of each Instr (not a side table: see backend/sim/cost/__ini
   _tres       the load is program-invariant (`pe_resident`: held tiles)
   _tloop      a loop's induction variable, carried parameters, inits, results and ring-carried
               values (None for other instructions)
+  _tctl       the registers the control core waits for before a loop trip or a branch (a
+              loop's bounds and step, an if's condition)
 and on the program `_tconflicts` (buffer overlaps) and `_timing_prepared`.
 
 `schedule_program(events, ...)` walks one program's executed events: the command processor
@@ -113,6 +115,12 @@ def prepare(program: Any) -> None:
                               tuple(inits), tuple(res), tuple(ring))
             else:
                 ins._tloop = None
+            # the registers the control core must hold before it can enter a loop or branch:
+            # a loop's bounds and step (its first induction value and its trip test), an if's
+            # condition; a value an engine or a DMA produces is waited for like any other read
+            ctl = [ins.args.get(k) for k in (("lb", "ub", "step") if ins.op == "ctl.for" else
+                                              ("cond",) if ins.op == "ctl.if" else ())]
+            ins._tctl = tuple(dict.fromkeys(x for r in ctl if isinstance(r, str) for x in resolve(r)))
             for b in ins.bodies:
                 walk(b)
 
@@ -211,6 +219,10 @@ def schedule_program(events: list, t0: float, m: ChipModel, pricer: Pricer, busy
                     ready[d] = v
             continue
         if k == K_LOOP:
+            for r in ins._tctl:
+                x = rget(r)
+                if x is not None and x[0] > F:
+                    F = x[0]
             F += loopc
             busy[0] += loopc
             lp = ins._tloop

@@ -10,7 +10,9 @@ Per PE: a dataflow list scheduler over the dynamic instruction stream of each pr
     `issue_cycles` to dispatch into its engine's in-order queue (`queue_depth` entries: issue
     stalls while the instruction `queue_depth` earlier on that engine has not finished).
     Scalar and control ops (and the scalar fallback loads/stores) execute on the control core
-    itself, so they block issue until their operands are ready: cheap but not free.
+    itself, so they block issue until their operands are ready: cheap but not free. A loop
+    trip or a branch waits the same way for its bounds or condition (a trip count loaded by
+    DMA or summed on the reduction engine holds the loop's first trip back until it is known).
   - A tile instruction starts at max(issue time, engine free, RAW: the producers of every
     register it reads are done, WAR: a write to a tile register with a `copies`-deep buffer
     waits until the readers of the instance `copies` writes earlier are done). With copies=2 the

@@ -126,7 +126,7 @@ def _(values, offsets):
     return K.jagged_sum(values, offsets)
 
 
-@jagged_sum.impl("triton_ext", source=KX.jagged_sum_ext_kernel)
+@jagged_sum.impl("triton_ext", source=(KX.jagged_sum_ext_kernel, KX.jagged_sum_combine))
 def _(values, offsets):
     return KX.jagged_sum(values, offsets)
 

@@ -91,3 +91,21 @@ def test_embedding_bag_ext_trailing_empty_bags() -> None:
     inputs = _tbe([0] * 200, tables=2, rows=30, dim=16, dtype=torch.float32)
     got = KX.embedding_bag(**inputs, mode="sum")
     assert torch.equal(got, torch.zeros_like(got))
+
+
+@pytest.mark.parametrize("lengths, dim", [
+    ([0, 0, 0], 16),                        # nothing to sum: zeros, stored by whole empty items
+    ([5000], 40),                           # one segment cut over every PE (its partials combined)
+    ([0, 3000, 0, 0, 1, 2], 33),            # empty segments; D not a multiple of the column block
+    ([0] * 70 + [300] + [0] * 70, 3),       # cuts falling in empty items' cost
+    ([7, 0, 900, 2, 2, 2, 500, 0], 100),
+])
+def test_jagged_sum_ext_cuts_between_rows(lengths, dim) -> None:
+    """PEs share the rows exactly, cutting items between rows: every item is summed once,
+    whole or from the partials of the PEs it was cut over."""
+    g = torch.Generator().manual_seed(1)
+    offsets = torch.zeros(len(lengths) + 1, dtype=torch.int64)
+    offsets[1:] = torch.tensor(lengths).cumsum(0)
+    values = torch.randn(int(offsets[-1]), dim, generator=g)
+    want = torch.stack([values[offsets[b]:offsets[b + 1]].sum(0) for b in range(len(lengths))])
+    assert_close(KX.jagged_sum(values, offsets), want, f"jagged sum ext {lengths[:4]}..., D={dim}")

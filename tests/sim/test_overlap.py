@@ -54,3 +54,30 @@ def test_a_write_into_reused_memory_waits_for_the_previous_occupants_readers():
     assert loads(apart)[1][2] == loads(apart)[0][3]
     assert loads(shared)[1][2] == pytest.approx(mul[3])
     assert shared.cycles > apart.cycles
+
+
+def _loop_bound_from_reduction():
+    """n = sum(counts) on the reduction engine, then `for i in range(n)` loading a tile per
+    trip: the control core needs n (the loop's trip test) before it can issue the first trip."""
+    from backend.sim.builder import ProgramBuilder
+    b = ProgramBuilder("bound_from_reduction")
+    C, Y, O = b.param_ptr("counts", "i64"), b.param_ptr("y", "f32"), b.param_ptr("o", "f32")
+    counts = b.dma_load(C, 0, [64], [1])
+    n = b._new("n", "i64")
+    b.emit("re.reduce", [n], {"srcs": [counts]}, {"axis": 0, "kind": "sum"})
+    with b.loop(0, n, 1) as i:
+        y = b.dma_load(Y, b.mul(i, 64), [64], [1])
+        b.dma_store(O, y, b.mul(i, 64), [1])
+    return b.build()
+
+
+def test_a_loop_waits_for_its_bound():
+    counts = torch.zeros(64, dtype=torch.int64)
+    counts[:3] = 1
+    args = [counts, torch.randn(3 * 64), torch.empty(3 * 64)]
+    t = price(_loop_bound_from_reduction(), (1, 1, 1), args, trace=True)
+    reduce_end = next(s[3] for s in t.spans if s[4] == "re.reduce")
+    loads = [s for s in t.spans if s[1] == "DMA_IN"]
+    assert len(loads) == 4  # the counts, then one tile per trip
+    # the first trip's load is issued once the bound is known, not beside the counts' load
+    assert loads[1][2] >= reduce_end

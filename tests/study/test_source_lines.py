@@ -23,3 +23,11 @@ def test_expert_shared_builder_helpers_count():
     from baselines.expert import normalisation, streaming
     own = _lines(normalisation.norm_program.__wrapped__)
     assert source_lines(normalisation.norm_program) >= own + _lines(streaming.stream2d)
+
+
+def test_an_implementation_of_several_kernels_counts_each_and_shared_helpers_once():
+    import kernels.recommendation_ext as KX
+    main, combine = KX.jagged_sum_ext_kernel, KX.jagged_sum_combine
+    both = source_lines((main, combine))
+    assert both == source_lines(main) + _lines(combine.fn)
+    assert source_lines((main, main)) == source_lines(main)
