@@ -113,8 +113,9 @@ def configure(cache_dir: str | None = None) -> None:
     ic.triton.prefer_nd_tiling = nd_tiling  # that switch's config only, not the other switches'
     if options.enabled("triton_gemm_templates"):
         gemm_templates.install()
-    from backend.inductor_cpu import special
+    from backend.inductor_cpu import host_ops, special
     special.install()
+    host_ops.install()  # `host_op_lowerings`: ops Inductor leaves to aten, rewritten into Triton code
     import warnings
     warnings.filterwarnings("ignore")
 
@@ -284,7 +285,8 @@ def summarize(path: Path, file=sys.stdout, top: int = 25, dtype: str | None = No
         p(f"    {len(names):4d}  {key}  e.g. {', '.join(names[:5])}")
     nt = collections.Counter(r.get("no_triton_reason") or "?" for r in rows if r["status"] == "pass_no_triton")
     p("  pass_no_triton because: " + ", ".join(f"{k}={v}" for k, v in nt.most_common())
-      + "  (no_graph: Dynamo compiled no graph; no_compute: views/metadata only; fallback: extern/aten call)")
+      + "  (no_graph: Dynamo compiled no graph, new data returned; no_compute: views/metadata only, or no graph and "
+      "every output an input or a view of one; fallback: extern/aten call)")
     ctl = collections.Counter(r.get("inductor_cpp") or "-" for r in fails)
     p("  the same failing samples through Inductor's C++ backend: " + ", ".join(f"{k}={v}" for k, v in ctl.most_common())
       + "  (pass = the failure is the Triton/MTIA path's)")

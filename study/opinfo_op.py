@@ -199,12 +199,13 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
     kernels: set[str] = set()
     codes: list[str] = []
     worst = None
+    outputs_alias = True  # every sample's output is an input or a view of one (see no_triton_reason)
 
     def finish(**kw) -> OpResult:
         n_graphs, fallbacks = _inductor_summary(codes)
         res.n_graphs, res.fallback_ops = n_graphs, ";".join(fallbacks)
         if kw.get("status") == "pass_no_triton":
-            res.no_triton_reason = "no_graph" if n_graphs == 0 else ("fallback" if fallbacks else "no_compute")
+            res.no_triton_reason = no_triton_reason(n_graphs, fallbacks, outputs_alias)
         if kw.get("status") in ("wrong", "compile_error", "runtime_error") and cpp_control:
             res.inductor_cpp = _cpp_control(op, samples, rtol, atol)
         return done(n_kernels=len(kernels), kernels=sorted(kernels), max_abs_err=worst, **kw)
@@ -222,6 +223,7 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
                           error_where=where, n_samples=i)
         res.n_launches += len(recs)
         kernels.update(r.name for r in recs)
+        outputs_alias = outputs_alias and aliases_inputs(out, (inp, args, kwargs))
         err = max_abs_err(out, ref)
         if err is not None:
             worst = err if worst is None else max(worst, err)
@@ -231,6 +233,34 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
                           error_message=f"sample {i}: {mismatch}", n_samples=i + 1)
     torch._dynamo.reset()
     return finish(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples))
+
+
+def no_triton_reason(n_graphs: int, fallbacks: list[str], outputs_alias: bool) -> str:
+    """Why a correct row ran no Triton kernel:
+
+    - `fallback`: a graph Inductor compiled calls an extern kernel or an aten/prims fallback;
+    - `no_compute`: nothing needed computing: either Inductor's graphs hold no kernel and no
+      extern call (views, reshapes, splits), or Dynamo compiled no graph and every tensor the
+      op returned, on every sample, is one of its inputs or a view of one (shares an input's
+      storage: `positive`, `contiguous` or `float` of a tensor already so, `conj` / `real` /
+      `resolve_conj` of a real tensor, `T`, `mT`, `atleast_1d` of a vector ...), which Dynamo
+      returns without a graph;
+    - `no_graph`: Dynamo compiled no graph and the op returned new data or no tensor (a graph
+      break into eager, data-dependent output shapes, a Python scalar such as `item` or
+      `allclose`)."""
+    if n_graphs == 0:
+        return "no_compute" if outputs_alias else "no_graph"
+    return "fallback" if fallbacks else "no_compute"
+
+
+def aliases_inputs(out, inputs) -> bool:
+    """Whether `out` holds at least one tensor and every tensor in it shares its storage (the
+    same storage object, so views and empty tensors count) with a tensor of `inputs`."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    storages = {t.untyped_storage()._cdata for t in tree_leaves(inputs) if isinstance(t, torch.Tensor)}
+    outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+    return bool(outs) and all(t.untyped_storage()._cdata in storages for t in outs)
 
 
 def _default_compile(f):

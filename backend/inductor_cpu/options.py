@@ -60,6 +60,11 @@ Each enhancement can be turned off alone, to measure what it buys:
   igammac, the Chebyshev, Hermite, Laguerre and Legendre polynomials), which it otherwise
   leaves to aten on the host, are lowered as pointwise code calling Triton functions of
   special_math.py (special.py).
+- `host_op_lowerings`: ops Inductor has no lowering for and leaves to aten on the host (histc,
+  index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm) are rewritten, in
+  Inductor's decomposition table, into ops it lowers to Triton: pointwise bin indices and
+  index_put with accumulation (Triton atomics), masked reductions, broadcast-and-reduce
+  distances, one mm (host_ops.py, which lists each rewrite's cost and limits).
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
@@ -74,7 +79,7 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True, "triton_gemm_templates": False,
-                             "special_functions": True}
+                             "special_functions": True, "host_op_lowerings": True}
 _ACTIVE: dict[str, bool] = {}
 
 

@@ -27,12 +27,44 @@ def test_passing_op_runs_triton_on_the_simulator(name):
 
 
 def test_extern_only_op_is_pass_no_triton():
-    # addbmm stays an aten fallback (no template or lowering takes it): correct, but no Triton
-    # kernel is launched
-    r = opinfo.run_op(_op("addbmm"), torch.float32, n_samples=1)
+    # kthvalue stays an aten fallback (no lowering takes it): correct, but no Triton kernel is
+    # launched
+    r = opinfo.run_op(_op("kthvalue"), torch.float32, n_samples=1)
     assert r.status == "pass_no_triton", r
     assert r.n_kernels == 0
-    assert (r.n_graphs, r.fallback_ops, r.no_triton_reason) == (1, "aten.addbmm", "fallback")
+    assert (r.n_graphs, r.fallback_ops, r.no_triton_reason) == (1, "aten.kthvalue", "fallback")
+
+
+def test_host_op_lowerings_take_addbmm_onto_the_chip():
+    from backend.inductor_cpu import options
+    r = opinfo.run_op(_op("addbmm"), torch.float32, n_samples=1)
+    assert r.status == "pass" and not r.fallback_ops, r
+    options.activate(triton_gemm_templates=True, host_op_lowerings=False)
+    try:
+        r = opinfo.run_op(_op("addbmm"), torch.float32, n_samples=1)
+    finally:
+        options.activate(triton_gemm_templates=True)
+    assert (r.status, r.fallback_ops, r.no_triton_reason) == ("pass_no_triton", "aten.addbmm", "fallback"), r
+
+
+@pytest.mark.parametrize("name, reason", [("positive", "no_compute"), ("T", "no_compute"), ("real", "no_compute"),
+                                          ("transpose", "no_compute"), ("item", "no_graph"),
+                                          ("allclose", "no_graph")])
+def test_no_graph_ops_returning_an_input_or_its_view_are_no_compute(name, reason):
+    # Dynamo hands Inductor no graph for all of them; those whose every output shares an
+    # input's storage computed nothing, the others ran eager code after a graph break
+    r = opinfo.run_op(_op(name), torch.float32, n_samples=2)
+    assert (r.status, r.no_triton_reason) == ("pass_no_triton", reason), r
+
+
+def test_no_triton_reason_rule():
+    from study.opinfo_op import aliases_inputs, no_triton_reason
+    x = torch.randn(3, 4)
+    assert aliases_inputs(x, (x,)) and aliases_inputs((x.T, x[1:]), ([x], {}))
+    assert aliases_inputs(torch.empty(0)[:0], (torch.empty(0),)) is False  # another storage
+    assert not aliases_inputs(x + 1, (x,)) and not aliases_inputs(True, (x,)) and not aliases_inputs((x, x.clone()), (x,))
+    assert no_triton_reason(0, [], True) == "no_compute" and no_triton_reason(0, [], False) == "no_graph"
+    assert no_triton_reason(1, [], False) == "no_compute" and no_triton_reason(1, ["aten.topk"], True) == "fallback"
 
 
 def test_mm_runs_as_inductors_triton_template_on_the_chip():

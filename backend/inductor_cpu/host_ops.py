@@ -1,0 +1,336 @@
+"""`host_op_lowerings`: ops Inductor leaves to aten on the host, decomposed into Triton code.
+
+Inductor has no lowering for histc, index_reduce (prod / amin / amax), segment_reduce,
+_cdist_forward, _pdist_forward and addbmm: torch/_inductor/lowering.py registers them with
+`make_fallback`, so on this path they run on the host. With the switch on, an entry of
+Inductor's decomposition table (`torch._inductor.decomposition.decompositions`, applied while
+AOTAutograd traces the graph, before lowering) rewrites each call on the cpu -> MTIA path into
+ops that Inductor does lower to Triton (pointwise, reductions, bucketize, index_put with
+accumulation, mm); anywhere else (another backend, the switch off, arguments the rewrite does
+not take) it returns NotImplemented, or the decomposition Inductor had before, and the op is
+left as it was.
+
+How each op is rewritten, and what that costs against the aten kernel:
+
+- `histc`: the bin of each element by aten's own linear formula, in the input's dtype
+  ((x - lo) * bins / (hi - lo), truncated; x == hi goes to the last bin; outside [lo, hi] and
+  NaN dropped), counted by index_put with accumulation (Triton atomic adds on the chip; counts
+  in fp32, exact to 2^24 per bin, then cast, where aten counts in the input's dtype: bf16
+  counts above 256 differ, aten's being the rounded ones). A range taken from the data
+  (min == max) that is not finite fails with a device assertion, as aten raises.
+- `index_reduce` prod / amin / amax (Inductor decomposes sum and mean itself, through
+  scatter-add atomics; it has no atomic product or minimum): each output position reduces
+  `where(index == position, source, identity)` over the whole index, a masked reduction with
+  no atomics. The work is positions x index length per output row, quadratic where a scatter
+  is linear, so only up to DENSE_LIMIT compares; larger calls stay on the host. An index out
+  of range fails with a device assertion (aten raises).
+- `segment_reduce` (lengths or offsets; sum, mean, max, min, prod; `initial`): each segment
+  reduces the data masked to [start, end) of its segment, the same masked form and limit as
+  index_reduce. Segment lengths that are negative or do not add up to the data's length fail
+  with a device assertion (aten raises), unless `unsafe`.
+- `_cdist_forward`: |x1_i - x2_j|^p summed over features, as a broadcast and reduction
+  (p = 0, 1, 2, inf and general p). Where aten takes its matrix-product form for p = 2
+  (compute_mode 1, or 0 with more than 25 rows on either side) the rewrite takes the same form
+  (|a|^2 + |b|^2 - 2 a.b, one mm, clamped at 1e-30 before the root), with aten's rounding.
+- `_pdist_forward`: the row pairs i < j of the upper triangle are computed from the output
+  position (a square root and an exact integer correction), gathered, and reduced as in cdist.
+- `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
+  beta * self + alpha * product as pointwise code (self ignored for beta = 0, as aten does).
+  The mm is Inductor's like any other (a GEMM template or the expert GEMM); not addmm, which
+  runs on the host where only the expert GEMM is registered.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+# largest (positions x index length x row) compare count of the masked reductions
+# (index_reduce, segment_reduce); beyond it the quadratic form costs more than the host call
+DENSE_LIMIT = 1 << 22
+
+_DECOMPS: dict[Any, Callable] = {}
+_ORIGINAL: dict[Any, Callable | None] = {}
+
+
+def _register(*ops: Any) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        for op in ops:
+            _DECOMPS[op] = fn
+        return fn
+    return deco
+
+
+def _on_chip(args: tuple, kwargs: dict) -> bool:
+    import torch
+    import torch._inductor.config as ic
+
+    from backend.inductor_cpu import options
+    if ic.cpu_backend != "triton" or not options.enabled("host_op_lowerings"):
+        return False
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+
+
+def _wrap(op: Any, fn: Callable, original: Callable | None) -> Callable:
+    def decomposition(*args: Any, **kwargs: Any) -> Any:
+        if _on_chip(args, kwargs):
+            out = fn(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        return original(*args, **kwargs) if original is not None else NotImplemented
+    decomposition.mtia_original = original  # type: ignore[attr-defined]
+    decomposition.__name__ = f"mtia_{fn.__name__}"
+    return decomposition
+
+
+def _refresh_tables() -> None:
+    """Inductor copies its decomposition table once (fast_random_decomps, cached): drop that
+    copy so the next compile sees the entries as they are now."""
+    from torch._inductor import decomposition as D
+    D.fast_random_decomps.cache_clear()
+
+
+def install() -> None:
+    """Add the rewrites to Inductor's decomposition table (idempotent)."""
+    from torch._inductor import decomposition as D
+    for op, fn in _DECOMPS.items():
+        current = D.decompositions.get(op)
+        if current is not None and hasattr(current, "mtia_original"):
+            continue
+        _ORIGINAL[op] = current
+        D.decompositions[op] = _wrap(op, fn, current)
+    _refresh_tables()
+
+
+def uninstall() -> None:
+    from torch._inductor import decomposition as D
+    for op, original in _ORIGINAL.items():
+        if original is None:
+            D.decompositions.pop(op, None)
+        else:
+            D.decompositions[op] = original
+    _ORIGINAL.clear()
+    _refresh_tables()
+
+
+def _aten() -> Any:
+    import torch
+    return torch.ops.aten
+
+
+# ----------------------------------------------------------------------------- addbmm
+
+def _addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    import torch
+    b, n, k = batch1.shape
+    m = batch2.shape[2]
+    # sum_b A_b @ B_b is one product over the contraction (b, k): (n, b*k) @ (b*k, m)
+    a = batch1.permute(1, 0, 2).reshape(n, b * k)
+    prod = torch.mm(a, batch2.reshape(b * k, m))
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # aten ignores self then, NaN and inf included
+        return prod
+    return (self * beta if beta != 1 else self) + prod
+
+
+# ----------------------------------------------------------------------------- cdist / pdist
+
+def _p_norm(diff, p: float, dim: int = -1):
+    """The p-norm of `diff` over `dim`, as aten's cdist / pdist define it (p = 0: the count of
+    non-zero differences)."""
+    if p == 0:
+        return (diff != 0).to(diff.dtype).sum(dim)
+    if p == 1:
+        return diff.abs().sum(dim)
+    if p == 2:
+        return (diff * diff).sum(dim).sqrt()
+    if math.isinf(p):
+        return diff.abs().amax(dim)
+    return diff.abs().pow(p).sum(dim).pow(1.0 / p)
+
+
+def _cdist_forward(x1, x2, p, compute_mode=None):
+    import torch
+    if p < 0 or x1.shape[-1] != x2.shape[-1] or not x1.dtype.is_floating_point:
+        return NotImplemented  # aten's own error
+    r1, r2, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    if r1 == 0 or r2 == 0 or m == 0:
+        return NotImplemented
+    mode = 0 if compute_mode is None else compute_mode
+    if p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
+        # aten's matrix-product form (its _euclidean_dist), with its cancellation
+        n1 = (x1 * x1).sum(-1, keepdim=True)
+        n2 = (x2 * x2).sum(-1, keepdim=True)
+        a = torch.cat([-2 * x1, n1, torch.ones_like(n1)], -1)
+        b = torch.cat([x2, torch.ones_like(n2), n2], -1)
+        return torch.matmul(a, b.transpose(-1, -2)).clamp_min(1e-30).sqrt()
+    return _p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+def _pdist_forward(x, p=2):
+    import torch
+    if x.dim() != 2 or p < 0 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n = x.shape[0]
+    if n < 2:
+        return x.new_empty((0,))  # no pairs
+    if n > 2048 or x.shape[1] == 0:
+        # above 2048 rows (2n - 1)^2 is no longer exact in fp32 and the root's error can
+        # exceed the one-step correction
+        return NotImplemented
+    total = n * (n - 1) // 2
+    k = torch.arange(total, dtype=torch.int64, device=x.device)
+
+    def start(i):  # output position of the pair (i, i + 1)
+        return i * (2 * n - i - 1) // 2
+    # row i of the pair at position k: the root of i^2 - (2n - 1) i + 2k = 0, then corrected
+    # by one either way against the exact integer starts (the float root can be off by one)
+    c = float(2 * n - 1)
+    i = ((c - torch.sqrt((c * c - 8.0 * k.to(torch.float32)).clamp_min(0))) / 2).floor().to(torch.int64)
+    i = i.clamp(0, n - 2)
+    i = torch.where(k < start(i), i - 1, i)
+    i = torch.where(k >= start(i + 1), i + 1, i)
+    j = k - start(i) + i + 1
+    return _p_norm(x[i] - x[j], p)
+
+
+# ----------------------------------------------------------------------------- histc
+
+def _histc(x, bins=100, min=0, max=0):  # noqa: A002 - aten's argument names
+    import torch
+    if not x.dtype.is_floating_point or bins <= 0:
+        return NotImplemented
+    lo, hi = float(min), float(max)
+    flat = x.reshape(-1)
+    dt = x.dtype
+    if lo == hi and flat.numel() > 0:
+        # the data's range (aten: aminmax), widened by one each way where it is a point
+        lo_t, hi_t = flat.amin(), flat.amax()
+        same = lo_t == hi_t
+        lo_t = torch.where(same, lo_t - 1, lo_t)
+        hi_t = torch.where(same, hi_t + 1, hi_t)
+        torch._assert_async(torch.isfinite(lo_t) & torch.isfinite(hi_t), "torch.histc: range of the input is not finite")
+    else:
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+            return NotImplemented  # aten raises its own error
+        lo_t = torch.full((), lo, dtype=dt, device=x.device)
+        hi_t = torch.full((), hi, dtype=dt, device=x.device)
+    # aten's formula in the input's dtype, one rounding per operation
+    pos = (((flat - lo_t).to(dt) * bins).to(dt) / (hi_t - lo_t).to(dt)).to(dt)
+    pos = pos.to(torch.int64)
+    pos = torch.where(pos == bins, pos - 1, pos)
+    valid = (flat >= lo_t) & (flat <= hi_t)
+    pos = torch.where(valid, pos, 0).clamp(0, bins - 1)
+    counts = torch.zeros(bins, dtype=torch.float32, device=x.device)
+    counts = counts.index_put((pos,), valid.to(torch.float32), accumulate=True)
+    return counts.to(dt)
+
+
+# ----------------------------------------------------------------------------- masked reductions
+
+_IDENTITY = {"prod": 1.0, "amax": -math.inf, "amin": math.inf, "max": -math.inf, "min": math.inf, "sum": 0.0,
+             "mean": 0.0}
+
+
+def _masked_reduce(vals, mask, reduction: str, dim: int):
+    """`reduction` of `vals` where `mask` holds, over `dim` (the identity elsewhere)."""
+    import torch
+    v = torch.where(mask, vals, _IDENTITY[reduction])
+    if reduction in ("sum", "mean"):
+        return v.sum(dim)
+    if reduction == "prod":
+        return v.prod(dim)
+    if reduction in ("amax", "max"):
+        return v.amax(dim)
+    return v.amin(dim)
+
+
+def _combine(a, b, reduction: str):
+    import torch
+    if reduction in ("sum", "mean"):
+        return a + b
+    if reduction == "prod":
+        return a * b
+    if reduction in ("amax", "max"):
+        return torch.maximum(a, b)
+    return torch.minimum(a, b)
+
+
+def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    import torch
+    if reduce not in ("prod", "amax", "amin") or not self.dtype.is_floating_point or source.dim() != self.dim():
+        return NotImplemented  # sum / mean: Inductor's own decomposition (scatter-add)
+    if self.dim() == 0:  # a scalar is its one-element vector
+        return _index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce,
+                             include_self=include_self).reshape(())
+    dim = dim % self.dim()
+    n, k = self.shape[dim], index.numel()
+    rest = self.numel() // n if n else 0
+    if k == 0 or n * k * rest > DENSE_LIMIT:
+        return NotImplemented
+    s = self.movedim(dim, -1)                                     # (..., n)
+    src = source.movedim(dim, -1)                                 # (..., k)
+    idx = index.reshape(-1).to(torch.int64)
+    torch._assert_async(((idx >= 0) & (idx < n)).all(), "index_reduce: index out of range")
+    pos = torch.arange(n, dtype=torch.int64, device=self.device)
+    hit = idx.unsqueeze(0) == pos.unsqueeze(1)                    # (n, k)
+    red = _masked_reduce(src.unsqueeze(-2), hit, reduce, -1)      # (..., n)
+    any_hit = hit.any(-1)
+    out = torch.where(any_hit, _combine(s, red, reduce) if include_self else red, s)
+    return out.movedim(-1, dim)
+
+
+def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    import torch
+    if indices is not None or reduce not in ("sum", "mean", "max", "min", "prod") \
+            or not data.dtype.is_floating_point:
+        return NotImplemented
+    axis = axis % data.dim()
+    if lengths is not None:
+        lengths = lengths.to(torch.int64)
+        ends = lengths.cumsum(-1)
+        starts = ends - lengths
+    elif offsets is not None:
+        offsets = offsets.to(torch.int64)
+        starts, ends = offsets[..., :-1], offsets[..., 1:]
+        lengths = ends - starts
+    else:
+        return NotImplemented
+    if lengths.dim() != axis + 1:
+        return NotImplemented
+    n, s = data.shape[axis], lengths.shape[-1]
+    if s == 0 or n * s * data.numel() // max(n, 1) > DENSE_LIMIT:
+        return NotImplemented
+    if not unsafe:
+        ok = (lengths >= 0).all() & (lengths.sum(-1) == n).all()
+        torch._assert_async(ok, "segment_reduce: segment lengths must be non-negative and add up to the data's size "
+                                "along axis")
+    trail = data.dim() - axis - 1
+    pos = torch.arange(n, dtype=torch.int64, device=data.device)
+    # (batch..., s, n) masks, then one trailing 1 per data dimension after axis
+    mask = (starts.unsqueeze(-1) <= pos) & (pos < ends.unsqueeze(-1))
+    mask = mask.reshape(*mask.shape, *([1] * trail))
+    red = _masked_reduce(data.unsqueeze(axis), mask, reduce, axis + 1)   # (batch..., s, rest...)
+    count = lengths.reshape(*lengths.shape, *([1] * trail)).to(data.dtype)
+    if initial is not None:
+        red = _combine(red, torch.full_like(red, initial), reduce)
+    if reduce == "mean":
+        red = torch.where(count > 0, red / count, math.nan if initial is None else float(initial))
+    return red
+
+
+def _register_all() -> None:
+    import torch
+    aten = torch.ops.aten
+    _register(aten.addbmm.default)(_addbmm)
+    _register(aten._cdist_forward.default)(_cdist_forward)
+    _register(aten._pdist_forward.default)(_pdist_forward)
+    _register(aten.histc.default)(_histc)
+    _register(aten.index_reduce.default)(_index_reduce)
+    _register(aten.segment_reduce.default)(_segment_reduce)
+
+
+_register_all()

@@ -1,0 +1,111 @@
+"""Switch `host_op_lowerings` (backend/inductor_cpu/host_ops.py): ops Inductor leaves to aten on
+the host (histc, index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm) compile
+to Triton kernels on the simulated chip, with no aten op left on the host, and match eager."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
+
+pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
+
+
+def _on_chip(fn, *args: torch.Tensor, rtol: float = 1e-4, atol: float = 1e-4, **options) -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    compiled, rep = compile_for_mtia(fn, *args, **options)
+    assert rep.kernels and rep.all_on_chip, rep.report()
+    torch.testing.assert_close(compiled(*args), fn(*args), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_switch_off_leaves_the_op_on_the_host() -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    _, rep = compile_for_mtia(lambda a: torch.histc(a, bins=4, min=-1, max=1), torch.randn(16),
+                              host_op_lowerings=False)
+    assert not rep.all_on_chip
+
+
+def test_histc_data_range_explicit_range_edges_and_bf16() -> None:
+    torch.manual_seed(0)
+    _on_chip(lambda a: torch.histc(a, bins=7), torch.randn(50))
+    # elements on the range's ends and outside it, NaN (dropped), a point range (widened by 1)
+    x = torch.tensor([-1.0, 1.0, 0.0, 0.5, -2.0, 3.0, math.nan, 0.2, 0.999, -0.6])
+    _on_chip(lambda a: torch.histc(a, bins=10, min=-1, max=1), x)
+    _on_chip(lambda a: torch.histc(a, bins=3), torch.full((5,), 2.0))
+    _on_chip(lambda a: torch.histc(a, bins=10, min=-1, max=1), torch.randn(5, 6).bfloat16(), rtol=1e-2, atol=1e-2)
+
+
+def test_histc_of_a_non_finite_data_range_raises() -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    x = torch.tensor([0.0, math.inf, 1.0])
+    compiled, _ = compile_for_mtia(lambda a: torch.histc(a, bins=4), torch.randn(3))
+    with pytest.raises(Exception, match="not finite"):
+        compiled(x)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+def test_index_reduce_with_and_without_self(reduce: str) -> None:
+    torch.manual_seed(0)
+    src = torch.randn(3, 5, 2)
+    src[0, 1, 0] = math.nan
+    for include_self in (True, False):
+        _on_chip(lambda s, i, v, inc=include_self: s.index_reduce(1, i, v, reduce, include_self=inc),
+                 torch.randn(3, 6, 2), torch.tensor([0, 2, 2, 5, 0]), src)
+
+
+def test_index_reduce_out_of_range_index_raises() -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    fn = lambda s, i, v: s.index_reduce(0, i, v, "amax")  # noqa: E731
+    s, v = torch.randn(4), torch.randn(2)
+    compiled, _ = compile_for_mtia(fn, s, torch.tensor([0, 3]), v)
+    with pytest.raises(Exception, match="index out of range"):
+        compiled(s, torch.tensor([0, 4]), v)
+
+
+def test_segment_reduce_lengths_offsets_initial_and_empty_segments() -> None:
+    torch.manual_seed(0)
+    d = torch.randn(6, 3)
+    for reduce in ("sum", "mean", "max", "min", "prod"):
+        _on_chip(lambda d, n, r=reduce: torch.segment_reduce(d, r, lengths=n, axis=0), d, torch.tensor([2, 0, 3, 1]))
+        _on_chip(lambda d, o, r=reduce: torch.segment_reduce(d, r, offsets=o, axis=0, initial=1.5), d,
+                 torch.tensor([0, 2, 2, 5, 6]))
+    # batched lengths along axis 1
+    _on_chip(lambda d, n: torch.segment_reduce(d, "max", lengths=n, axis=1), torch.randn(2, 5, 3),
+             torch.tensor([[2, 3], [0, 5]]))
+
+
+def test_segment_reduce_with_lengths_not_covering_the_data_raises() -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    d = torch.randn(6)
+    compiled, _ = compile_for_mtia(lambda d, n: torch.segment_reduce(d, "sum", lengths=n), d, torch.tensor([2, 4]))
+    with pytest.raises(Exception, match="segment lengths"):
+        compiled(d, torch.tensor([2, 3]))
+
+
+def test_cdist_every_norm_and_the_matrix_product_form() -> None:
+    torch.manual_seed(0)
+    for p in (0.0, 1.0, 2.0, 1.5, math.inf):
+        _on_chip(lambda a, b, p=p: torch.cdist(a, b, p=p), torch.randn(2, 7, 4), torch.randn(2, 5, 4))
+    # more than 25 rows: aten's |a|^2 + |b|^2 - 2ab form, taken the same way
+    _on_chip(lambda a, b: torch.cdist(a, b), torch.randn(30, 4), torch.randn(5, 4))
+
+
+def test_pdist_every_norm() -> None:
+    torch.manual_seed(0)
+    for p in (0.0, 1.0, 2.0, 3.0, math.inf):
+        _on_chip(lambda a, p=p: torch.nn.functional.pdist(a, p=p), torch.randn(9, 3))
+    _on_chip(lambda a: torch.nn.functional.pdist(a), torch.randn(2, 5))
+
+
+def test_addbmm_scaled_and_with_beta_zero() -> None:
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 5, 4), torch.randn(3, 4, 10)
+    _on_chip(lambda s, a, b: torch.addbmm(s, a, b, beta=0.6, alpha=0.2), torch.randn(5, 10), a, b)
+    s = torch.full((5, 10), math.nan)  # beta = 0: self is not read
+    _on_chip(lambda s, a, b: torch.addbmm(s, a, b, beta=0), s, a, b)
