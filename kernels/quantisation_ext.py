@@ -49,7 +49,9 @@ def quantize_int8_rowwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     q = torch.empty((M, N), dtype=torch.int8, device=x.device)
     scale = torch.empty((M,), dtype=torch.float32, device=x.device)
     BLOCK_N = triton.next_power_of_2(N)
-    BM = max(1, min(16384 // BLOCK_N, triton.next_power_of_2(M)))  # whole rows, ~16K elements
+    # whole rows, ~8K elements: the last block's passes run after the PE's last load (the cold
+    # tail), and halving the 16K block halves them; one-row blocks cost more per row than they save
+    BM = max(1, min(8192 // BLOCK_N, triton.next_power_of_2(M)))
     quantize_int8_rowwise_ext_kernel[(triton.cdiv(M, BM),)](x, q, scale, M, N, x.stride(0), q.stride(0), BM=BM,
                                                            BLOCK_N=BLOCK_N, persistent=True)
     return q, scale
