@@ -31,7 +31,8 @@ def transpose(x: torch.Tensor) -> torch.Tensor:
 
 @triton.jit
 def index_select_ext_kernel(x_ptr, index_ptr, out_ptr, n_index, D, stride_x, stride_o, NCB: tl.constexpr,
-                            BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, EVEN_D: tl.constexpr):
+                            BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, EVEN_D: tl.constexpr,
+                            EVEN: tl.constexpr):
     """out[i, :] = x[index[i], :] on the PE grid: PE p copies a contiguous range of tiles (row
     block t // NCB, column block t % NCB), loading the next tile's indices before this tile's
     row gather, so the gather never waits for its indices (with the launch hint the next
@@ -51,12 +52,17 @@ def index_select_ext_kernel(x_ptr, index_ptr, out_ptr, n_index, D, stride_x, str
         idx_n = tl.load(index_ptr + rn, mask=(rn < n_index) & (t + 1 < t1), other=0).to(tl.int64)
         rm = (t // NCB) * BLOCK_M + rows
         cn = (t % NCB) * BLOCK_D + cols
-        if EVEN_D:  # the gather's mask as a broadcast row mask: no mask tile to compute
-            x = tl.load(x_ptr + idx[:, None] * stride_x + cn[None, :], mask=rm[:, None] < n_index)
+        if EVEN:  # every tile full: no masks, so no per-tile mask tile for the DMAs to wait on
+            x = tl.load(x_ptr + idx[:, None] * stride_x + cn[None, :])
+            tl.store(out_ptr + rm[:, None] * stride_o + cn[None, :], x)
         else:
-            x = tl.load(x_ptr + idx[:, None] * stride_x + cn[None, :],
-                        mask=(rm[:, None] < n_index) & (cn[None, :] < D))
-        tl.store(out_ptr + rm[:, None] * stride_o + cn[None, :], x, mask=(rm[:, None] < n_index) & (cn[None, :] < D))
+            if EVEN_D:  # the gather's mask as a broadcast row mask: no mask tile to compute
+                x = tl.load(x_ptr + idx[:, None] * stride_x + cn[None, :], mask=rm[:, None] < n_index)
+            else:
+                x = tl.load(x_ptr + idx[:, None] * stride_x + cn[None, :],
+                            mask=(rm[:, None] < n_index) & (cn[None, :] < D))
+            tl.store(out_ptr + rm[:, None] * stride_o + cn[None, :], x,
+                     mask=(rm[:, None] < n_index) & (cn[None, :] < D))
         idx = idx_n
 
 
@@ -76,7 +82,7 @@ def index_select(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     ncb = triton.cdiv(D, BLOCK_D)
     index_select_ext_kernel[(min(_num_pes(), triton.cdiv(n, BLOCK_M) * ncb),)](
         x, index, out, n, D, x.stride(0), out.stride(0), NCB=ncb, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D,
-        EVEN_D=D % BLOCK_D == 0)
+        EVEN_D=D % BLOCK_D == 0, EVEN=D % BLOCK_D == 0 and n % BLOCK_M == 0)
     return out
 
 

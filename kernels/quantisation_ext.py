@@ -19,6 +19,8 @@ vector unit, with the reference's exact FP32 operations so codes compare bit for
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -47,7 +49,9 @@ def quantize_int8_rowwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     q = torch.empty((M, N), dtype=torch.int8, device=x.device)
     scale = torch.empty((M,), dtype=torch.float32, device=x.device)
     BLOCK_N = triton.next_power_of_2(N)
-    BM = max(1, min(16384 // BLOCK_N, triton.next_power_of_2(M)))  # whole rows, ~16K elements
+    # whole rows, ~8K elements: the last block's passes run after the PE's last load (the cold
+    # tail), and halving the 16K block halves them; one-row blocks cost more per row than they save
+    BM = max(1, min(8192 // BLOCK_N, triton.next_power_of_2(M)))
     quantize_int8_rowwise_ext_kernel[(triton.cdiv(M, BM),)](x, q, scale, M, N, x.stride(0), q.stride(0), BM=BM,
                                                            BLOCK_N=BLOCK_N, persistent=True)
     return q, scale
@@ -99,12 +103,23 @@ def mx4_quantize_ext_kernel(x_ptr, packed_ptr, exp_ptr, n_groups, BLOCK_G: tl.co
     tl.store(exp_ptr + g, k.to(tl.uint8), mask=gmask)
 
 
-def mx4_quantize(x: torch.Tensor, BLOCK_G: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+def _num_pes() -> int:
+    return triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+
+
+def mx4_quantize(x: torch.Tensor, BLOCK_G: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     x = x.contiguous().reshape(-1)
     assert x.numel() % MX4_GROUP == 0, "MX4 needs a multiple of 32 elements"
     n_groups = x.numel() // MX4_GROUP
     packed = torch.empty((n_groups * 16,), dtype=torch.uint8, device=x.device)
     exps = torch.empty((n_groups,), dtype=torch.uint8, device=x.device)
+    if BLOCK_G is None:
+        # the work left after a PE's last load is one block's (its passes and its stores), and
+        # each block pays fixed costs (descriptors, per-instruction setup): with g groups per
+        # PE the sum is about a * G + b * g / G, least at G ~ sqrt(g * b / a); sqrt(2 g) (a
+        # power of two, 64 .. 256) fits the engines' costs (2048 groups per PE: 64)
+        per_pe = triton.cdiv(n_groups, _num_pes())
+        BLOCK_G = max(64, min(256, 1 << round(math.log2(math.sqrt(2 * per_pe)))))
     BLOCK_G = min(BLOCK_G, triton.next_power_of_2(n_groups))
     mx4_quantize_ext_kernel[(triton.cdiv(n_groups, BLOCK_G),)](x, packed, exps, n_groups, BLOCK_G=BLOCK_G,
                                                                persistent=True)

@@ -438,25 +438,38 @@ def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: t
 
 @triton.jit
 def dot_interaction_ext_kernel(x_ptr, out_ptr, B, F, D, stride_xb, stride_xf, stride_ob, S: tl.constexpr,
-                               BF: tl.constexpr, BD: tl.constexpr, BP: tl.constexpr):
+                               BF: tl.constexpr, BD: tl.constexpr, BP: tl.constexpr,
+                               DC: tl.constexpr, EVEN_B: tl.constexpr):
     """DLRM dot interaction of S samples per block, launched `persistent=True`. Z = x x^T is one
     batched [S, BF, BF] GEMM; its lower triangle is packed in local memory by one gather
     (tl.gather with the pair table pair p -> (i_p, j_p), i_p > j_p, built once per PE), so each
     sample's pairs leave as one contiguous run (the plain kernel scatters them one element at a
-    time: a DMA run, and its per-run cost, per pair)."""
+    time: a DMA run, and its per-run cost, per pair). x comes in column chunks of DC, each
+    chunk's GEMM accumulated into Z as it lands; the dense row (x[s, 0]) is loaded after them,
+    so its transfer overlaps the last chunk's GEMM rather than delaying it."""
     s = tl.program_id(0) * S + tl.arange(0, S)
     f = tl.arange(0, BF)
     d = tl.arange(0, BD)
     p = tl.arange(0, BP)
-    smask = s < B
+    # EVEN_B (every block full): the masks do not depend on the block, so they are built once
+    # per PE; a per-block mask tile is rewritten for every block, and its vector op waits for
+    # the previous block's DMA that still reads it (the vector engine runs in order: the GEMM
+    # queued behind it waits too)
+    if EVEN_B:
+        smask = tl.full((S,), 1, tl.int1)
+    else:
+        smask = s < B
     # the pair table: pair p is (i_p, j_p) with i_p = floor((1 + sqrt(1 + 8 p)) / 2) (exact: a
     # perfect square's root is exact, and no other value comes near an integer), j_p = p - i_p (i_p - 1) / 2
     i_p = ((tl.sqrt((8 * p + 1).to(tl.float32)) + 1.0) * 0.5).to(tl.int32)
     pidx = tl.minimum(i_p * BF + p - i_p * (i_p - 1) // 2, BF * BF - 1)  # (lanes past the pairs: any entry)
-    x = tl.load(x_ptr + s[:, None, None] * stride_xb + f[None, :, None] * stride_xf + d[None, None, :],
-                mask=smask[:, None, None] & (f[None, :, None] < F) & (d[None, None, :] < D), other=0.0)
+    z = tl.zeros((S, BF, BF), dtype=tl.float32)
+    for c in tl.static_range(BD // DC):
+        dc = c * DC + tl.arange(0, DC)
+        x = tl.load(x_ptr + s[:, None, None] * stride_xb + f[None, :, None] * stride_xf + dc[None, None, :],
+                    mask=smask[:, None, None] & (f[None, :, None] < F) & (dc[None, None, :] < D), other=0.0)
+        z = tl.dot(x, tl.trans(x, (0, 2, 1)), acc=z, input_precision="ieee")
     dense = tl.load(x_ptr + s[:, None] * stride_xb + d[None, :], mask=smask[:, None] & (d[None, :] < D))
-    z = tl.dot(x, tl.trans(x, (0, 2, 1)), input_precision="ieee")
     pairs = tl.gather(tl.reshape(z, (S, BF * BF)), tl.broadcast_to(pidx[None, :], (S, BP)), 1)
     tl.store(out_ptr + s[:, None] * stride_ob + d[None, :], dense, mask=smask[:, None] & (d[None, :] < D))
     tl.store(out_ptr + s[:, None] * stride_ob + D + p[None, :], pairs.to(out_ptr.dtype.element_ty),
@@ -469,13 +482,18 @@ def dot_interaction(x: torch.Tensor) -> torch.Tensor:
     B, F, D = x.shape
     out = torch.empty((B, D + F * (F - 1) // 2), dtype=x.dtype, device=x.device)
     BF, BD = max(16, triton.next_power_of_2(F)), max(16, triton.next_power_of_2(D))
-    # samples per block: a 16 KB x tile at most, and enough blocks per PE to overlap one block's
-    # loads with another's work: 8 for FP32 (its GEMM runs as vector FMA passes, thousands of
-    # cycles a sample), 2 for 16-bit (the DPE's GEMM is short: per-block costs dominate)
-    per_pe = 8 if x.dtype == torch.float32 else 2
-    S = max(1, min(16384 // (BF * BD * x.element_size()), B // (per_pe * _num_pes())))
+    # x is loaded in column chunks of DC, each multiplied as it lands, so the work left after a
+    # PE's last load is one chunk's GEMM (the launch's tail), not a whole block's. FP32: the GEMM
+    # runs as vector FMA passes (~28 MACs a cycle), so chunks of a quarter of the row and 8 KB
+    # tiles; 16-bit: the DPE is fast and per-chunk costs dominate, so halves and 16 KB.
+    # Samples per block: within that tile, and enough blocks per PE to overlap one block's loads
+    # with another's work: 8 for FP32, 2 for 16-bit.
+    f32 = x.dtype == torch.float32
+    DC = max(16, BD // (4 if f32 else 2))
+    per_pe = 8 if f32 else 2
+    S = max(1, min((8192 if f32 else 16384) // (BF * DC * x.element_size()), B // (per_pe * _num_pes())))
     S = 1 << (S.bit_length() - 1)
     dot_interaction_ext_kernel[(triton.cdiv(B, S),)](
         x, out, B, F, D, x.stride(0), x.stride(1), out.stride(0), S=S, BF=BF, BD=BD,
-        BP=triton.next_power_of_2(max(1, F * (F - 1) // 2)), persistent=True)
+        BP=triton.next_power_of_2(max(1, F * (F - 1) // 2)), DC=DC, EVEN_B=B % S == 0, persistent=True)
     return out
