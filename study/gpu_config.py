@@ -1,28 +1,67 @@
-"""Study F6: backend/configs/h200.toml derived from the H200 microbenchmarks alone.
+"""Study F6: backend/configs/<device>.toml derived from that GPU's microbenchmarks alone.
 
-    python -m study.gpu_config [--csv results/raw/gpu_microbench_h200.csv] [--out backend/configs/h200.toml]
-    python -m study.gpu_config --check    # exit 1 when the committed config differs from the derivation
+    python -m study.gpu_config [--device h200|h100] [--csv CSV] [--out TOML]
+    python -m study.gpu_config [--device h200|h100] --check   # exit 1 when the committed config differs
 
-Every measured number of the config comes from one or more rows of the microbench CSV
-(study/gpu_microbench.py, run on the H200), by the rule written beside it here and in the
-generated comment. Nothing is fitted to the kernels the config predicts (results/raw/gpu_h200.csv
-is never read). Numbers the microbenchmarks do not measure (memory sizes, the engine structure
-of the machine model) are datasheet figures or model structure, and say so.
+Devices (DEVICES): h200 (results/raw/gpu_microbench_h200.csv -> backend/configs/h200.toml) and
+h100 (results/raw/gpu_microbench_h100.csv -> backend/configs/h100.toml). Every measured number
+of a config comes from one or more rows of its own device's microbench CSV
+(study/gpu_microbench.py, run on that GPU), by the rule written beside it here and in the
+generated comment; one rule for both devices. Nothing is fitted to the kernels the config
+predicts (results/raw/gpu_<device>.csv is never read). Numbers the microbenchmarks do not
+measure (memory sizes, the engine structure of the machine model) are datasheet figures
+(study/roofline.py's DATASHEETS) or model structure, and say so.
 """
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from study.gpu_microbench import read
-from study.roofline import H200_DATASHEET
+from study.roofline import DATASHEETS
 
 REPO = Path(__file__).resolve().parent.parent
-CSV = REPO / "results" / "raw" / "gpu_microbench_h200.csv"
-OUT = REPO / "backend" / "configs" / "h200.toml"
-SRC = "measured: results/raw/gpu_microbench_h200.csv"
+
+
+@dataclass(frozen=True)
+class Device:
+    """What differs between the GPUs' configs besides the measured numbers: names, the
+    datasheet's memory figures and the source each cites."""
+    name: str            # the config's (and the chip column's) name
+    gpu: str             # as NVIDIA names it
+    hbm: str             # offchip.kind
+    hbm_bytes: int       # datasheet capacity
+    hbm_text: str        # the datasheet's own wording of it
+    sources: str         # what the non-measured figures cite
+
+    @property
+    def csv(self) -> Path:
+        return REPO / "results" / "raw" / f"gpu_microbench_{self.name}.csv"
+
+    @property
+    def out(self) -> Path:
+        return REPO / "backend" / "configs" / f"{self.name}.toml"
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpu}-like"
+
+
+DEVICES = {
+    "h200": Device("h200", "H200", "HBM3e", 150323855360, "141 GB", "NVIDIA H200 product brief / Hopper whitepaper"),
+    # 80 GB written as 80 GiB, as the h200 entry writes its 141 GB as 140 GiB: the capacity
+    # bounds footprints only, and no F6 workload comes near either
+    "h100": Device("h100", "H100", "HBM3", 85899345920, "80 GB", "NVIDIA H100 Tensor Core GPU datasheet / Hopper whitepaper"),
+}
+CSV = DEVICES["h200"].csv
+OUT = DEVICES["h200"].out
+
+
+class MissingRow(ValueError):
+    """The microbench CSV lacks a row the derivation reads."""
 
 
 def _clock_mhz(notes: str, key: str = "sm_mhz") -> float:
@@ -33,23 +72,42 @@ def _clock_mhz(notes: str, key: str = "sm_mhz") -> float:
 
 
 def derive(csv: Path = CSV) -> dict[str, float]:
-    """The config's measured numbers, by name."""
+    """The config's measured numbers, by name. A row the rules need and the CSV lacks raises
+    MissingRow naming it (a partial microbenchmark run must not give a config)."""
+    csv = Path(csv)
     mb = read(csv)
 
+    def row(name: str, param: str) -> dict:
+        r = mb.get((name, param))
+        if r is None:
+            raise MissingRow(f"{csv}: no microbenchmark row {name}/{param} (study/gpu_microbench.py writes it)")
+        return r
+
     def rows(name: str) -> dict[str, float]:
-        return {p: r["value"] for (n, p), r in mb.items() if n == name and r["value"] == r["value"]}
+        got = {p: r["value"] for (n, p), r in mb.items() if n == name and r["value"] == r["value"]}
+        if not got:
+            raise MissingRow(f"{csv}: no microbenchmark rows {name}/* with a value (study/gpu_microbench.py writes them)")
+        return got
+
+    def one(name: str, param: str) -> float:
+        v = row(name, param)["value"]
+        if v != v:
+            raise MissingRow(f"{csv}: microbenchmark row {name}/{param} has no value")
+        return v
 
     d: dict[str, float] = {}
     # the SM clock under load (nvidia-smi after the runs; before them the GPU idles at a low clock)
-    d["clock_ghz"] = _clock_mhz(mb[("clocks", "after")]["notes"]) / 1000
-    d["n_sm"] = mb[("device", "sm_count")]["value"]
+    d["clock_ghz"] = _clock_mhz(row("clocks", "after")["notes"]) / 1000
+    d["n_sm"] = one("device", "sm_count")
     per_sm_cycle = d["n_sm"] * d["clock_ghz"] * 1e9
-    d["offchip_gbps"] = rows("hbm_copy")["2GiB"]
+    d["offchip_gbps"] = one("hbm_copy", "2GiB")
     d["sram_gbps"] = max(rows("l2_read").values())
-    empties = sorted([mb[("launch", "empty_do_bench")]["value"], mb[("wave", "empty_blocks1")]["value"],
-                      mb[("wave", f"empty_blocks{int(d['n_sm'])}")]["value"]])
+    empties = sorted([one("launch", "empty_do_bench"), one("wave", "empty_blocks1"),
+                      one("wave", f"empty_blocks{int(d['n_sm'])}")])
     d["launch_us"] = empties[1]  # the median of three empty-kernel rows
     wave = rows("wave")
+    if sum(p.startswith("empty_blocks") for p in wave) < 2 or sum(p.startswith("work_blocks") for p in wave) < 2:
+        raise MissingRow(f"{csv}: wave/empty_blocks* and wave/work_blocks* need two grids each")
     big, mid = sorted((int(p.removeprefix("empty_blocks")), v) for p, v in wave.items()
                       if p.startswith("empty_blocks"))[-2:][::-1]
     d["replace_us"] = (big[1] - mid[1]) / ((big[0] - mid[0]) / d["n_sm"])
@@ -62,26 +120,30 @@ def derive(csv: Path = CSV) -> dict[str, float]:
     # the suite's only f32 tl.dot (dot_interaction) asks for input_precision="ieee": fp32 FMAs
     d["dpe_f32"] = max(rows("tile_f32_ieee").values()) * 1e12 / per_sm_cycle
     d["dpe_tf32"] = max(rows("tile_f32").values()) * 1e12 / per_sm_cycle
-    d["dma_latency_cycles"] = rows("latency")["hbm_1024MiB"] * d["clock_ghz"]
-    d["hbm_per_block_gbps"] = rows("hbm_read")["grid1_per_block"]
+    d["dma_latency_cycles"] = one("latency", "hbm_1024MiB") * d["clock_ghz"]
+    d["hbm_per_block_gbps"] = one("hbm_read", "grid1_per_block")
     d["cublas_bf16_tflops"] = max(rows("gemm_bf16").values())
     d["cublas_i8_tops"] = max(rows("gemm_i8").values())
     return d
 
 
-def render(d: dict[str, float]) -> str:
-    published = "\n".join(f"{k} = {v}" for k, v in H200_DATASHEET.items())  # study/roofline.py: one place
+def render(d: dict[str, float], device: str = "h200") -> str:
+    dev = DEVICES[device]
+    published = "\n".join(f"{k} = {v}" for k, v in DATASHEETS[device].items())  # study/roofline.py: one place
     f = lambda v, nd=0: f"{v:.{nd}f}"  # noqa: E731
     rows_, cols_ = _grid(int(d["n_sm"]))
-    return f"""# GENERATED by `python -m study.gpu_config` from results/raw/gpu_microbench_h200.csv: edit
-# study/gpu_config.py, not this file. An H200-like config for the cross-check against measured
-# H200 runs (study F6): the same machine model with GPU figures: a "PE" is an SM, local memory is
-# shared memory, the on-chip SRAM level is L2, off-chip is HBM3e. Every measured number comes
-# from the H200 microbenchmarks (study/gpu_microbench.py), never from the kernels it predicts;
-# the rest is datasheet (NVIDIA H200 product brief / Hopper whitepaper) or model structure.
+    n_sm = int(d["n_sm"])
+    csv_rel = f"results/raw/gpu_microbench_{dev.name}.csv"
+    SRC = f"measured: {csv_rel}"
+    return f"""# GENERATED by `python -m study.gpu_config` from {csv_rel}: edit
+# study/gpu_config.py, not this file. An {dev.label} config for the cross-check against measured
+# {dev.gpu} runs (study F6): the same machine model with GPU figures: a "PE" is an SM, local memory is
+# shared memory, the on-chip SRAM level is L2, off-chip is {dev.hbm}. Every measured number comes
+# from the {dev.gpu} microbenchmarks (study/gpu_microbench.py), never from the kernels it predicts;
+# the rest is datasheet ({dev.sources}) or model structure.
 # It is an approximation of a GPU (no warps, no register file, no tensor-memory accelerator).
-name = "h200"
-label = "H200-like"
+name = "{dev.name}"
+label = "{dev.label}"
 projection = false
 clock_ghz = {d['clock_ghz']:.3f}                # {SRC} (clocks/after: nvidia-smi SM clock under load)
 
@@ -99,12 +161,12 @@ llc_bytes = 52428800
 bandwidth_gbps = {f(d['sram_gbps'])}           # {SRC} (l2_read: the larger of the 8 / 24 MiB resident-read rows)
 
 [offchip]
-kind = "HBM3e"
-bytes = 150323855360             # datasheet (not measured): 141 GB
+kind = "{dev.hbm}"
+bytes = {dev.hbm_bytes:<24d} # datasheet (not measured): {dev.hbm_text}
 bandwidth_gbps = {f(d['offchip_gbps'])}          # {SRC} (hbm_copy/2GiB: bytes read + written / time)
 
 [launch]
-launch_us = {d['launch_us']:.3f}                # {SRC} (median of launch/empty_do_bench, wave/empty_blocks1 and /empty_blocks132: an empty kernel, timed as the rows are)
+launch_us = {d['launch_us']:.3f}                # {SRC} (median of launch/empty_do_bench, wave/empty_blocks1 and /empty_blocks{n_sm}: an empty kernel, timed as the rows are)
 replace_us = {d['replace_us']:.4f}              # {SRC} (wave/empty_blocks: slope of time vs empty blocks per SM, the two largest grids)
 
 [assumptions]                    # modelling choices no source publishes; each is a switch the sensitivity study (F9) flips
@@ -211,17 +273,25 @@ def _grid(n: int) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m study.gpu_config", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--csv", default=str(CSV))
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--device", choices=sorted(DEVICES), default="h200",
+                    help="which GPU's microbenchmarks and config (default h200)")
+    ap.add_argument("--csv", default=None, help="microbench CSV (default results/raw/gpu_microbench_<device>.csv)")
+    ap.add_argument("--out", default=None, help="config to write (default backend/configs/<device>.toml)")
     ap.add_argument("--check", action="store_true", help="only compare with --out; exit 1 when it differs")
     args = ap.parse_args(argv)
-    d = derive(Path(args.csv))
-    text = render(d)
+    dev = DEVICES[args.device]
+    out = Path(args.out or dev.out)
+    try:
+        d = derive(Path(args.csv or dev.csv))
+    except MissingRow as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    text = render(d, dev.name)
     if args.check:
-        same = Path(args.out).read_text() == text
-        print("h200 config matches the microbenchmarks" if same else f"{args.out} differs from the derivation")
+        same = out.exists() and out.read_text() == text
+        print(f"{dev.name} config matches the microbenchmarks" if same else f"{out} differs from the derivation")
         return 0 if same else 1
-    Path(args.out).write_text(text)
+    out.write_text(text)
     for k, v in d.items():
         print(f"{k:22s} {v:.6g}")
     return 0

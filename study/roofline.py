@@ -13,7 +13,8 @@ Three sets of peaks, each for its own question:
                       TFLOP/s bf16 against the published 177; f32 has its own slow DPE rate here).
   H200_DATASHEET      NVIDIA's H200 figures: the roofline of F6's measured and simulated H200
                       rows (study/gpu.py), and the h200 config's `[published]` section
-                      (rendered from here by study/gpu_config.py).
+                      (rendered from here by study/gpu_config.py). H100_DATASHEET is the same
+                      for the H100 (F6's held-out device); DATASHEETS names both by chip.
 
 Memory-side bytes follow the timing model: `offchip_bytes` drops outputs that stay in the
 on-chip SRAM. When the configs gain peak keys, only this module changes.
@@ -38,6 +39,17 @@ INT_DTYPES = frozenset({"i8", "i32", "i64"})
 # writes this dict into backend/configs/h200.toml.
 H200_DATASHEET: dict[str, float] = {"dpe_bf16_tflops": 989, "dpe_int8_tops": 1979, "simd_tops": 67,
                                     "offchip_gbps": 4800, "sram_gbps": 10000, "local_gbps": 253, "launch_us": 3.0}
+
+# H100 SXM5 80GB, NVIDIA H100 Tensor Core GPU datasheet (dense figures: half the datasheet's "with
+# sparsity" ones): BF16/FP16 tensor core 989 TFLOP/s (1979 with sparsity), INT8 tensor core
+# 1979 TOP/s, FP32 67 TFLOP/s, HBM3 3.35 TB/s, 80 GB; 50 MB L2, 228 KB shared memory per SM,
+# 132 SMs (Hopper whitepaper). The compute figures equal the H200's: the two differ in memory
+# alone. L2, shared-memory and launch figures are not on the datasheet: the H200 entry's
+# reference figures, which hold for the H100 too (the same SM, L2 and clock: 128 B/cycle x
+# 1.98 GHz = 253 GB/s per SM), so the two microbench tables compare against the same yardstick.
+H100_DATASHEET: dict[str, float] = {"dpe_bf16_tflops": 989, "dpe_int8_tops": 1979, "simd_tops": 67,
+                                    "offchip_gbps": 3350, "sram_gbps": 10000, "local_gbps": 253, "launch_us": 3.0}
+DATASHEETS: dict[str, dict[str, float]] = {"h200": H200_DATASHEET, "h100": H100_DATASHEET}
 
 
 @dataclass(frozen=True)
@@ -83,12 +95,18 @@ def chip_peaks(chip: str) -> Peaks:
     return Peaks(chip, bf16 * 1e12, int8 * 1e12, bw * 1e9, source)
 
 
+def datasheet_peaks(chip: str) -> Peaks:
+    """A GPU datasheet's roofline peaks (DATASHEETS[chip]; f32 judged against bf16, as chip_peaks
+    does); the chip's config states the same figures, so chip_peaks(chip) agrees
+    (tests/study/test_peaks.py)."""
+    d = DATASHEETS[chip]
+    return Peaks(chip, d["dpe_bf16_tflops"] * 1e12, d["dpe_int8_tops"] * 1e12, d["offchip_gbps"] * 1e9,
+                 f"NVIDIA {chip.upper()} datasheet")
+
+
 def h200_datasheet_peaks() -> Peaks:
-    """The H200 datasheet's roofline peaks (f32 judged against bf16, as chip_peaks does); the
-    h200 config states the same figures, so chip_peaks("h200") agrees (tests/study/test_peaks.py)."""
-    d = H200_DATASHEET
-    return Peaks("h200", d["dpe_bf16_tflops"] * 1e12, d["dpe_int8_tops"] * 1e12, d["offchip_gbps"] * 1e9,
-                 "NVIDIA H200 datasheet")
+    """The H200 datasheet's roofline peaks: datasheet_peaks("h200")."""
+    return datasheet_peaks("h200")
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import tomllib
 import pytest
 
 from backend.configs import CONFIG_DIR
-from study.roofline import (H200_DATASHEET, PUBLISHED_MTIA2I, chip_peaks, engine_peaks, h200_datasheet_peaks,
-                            roofline_fraction)
+from study.roofline import (H100_DATASHEET, H200_DATASHEET, PUBLISHED_MTIA2I, chip_peaks, datasheet_peaks,
+                            engine_peaks, h200_datasheet_peaks, roofline_fraction)
 
 
 def test_mtia2i_roofline_peaks_are_the_published_figures():
@@ -35,6 +35,19 @@ def test_h200_datasheet_is_what_the_config_and_the_gpu_rows_use():
     assert (c.float_flops, c.int8_ops, c.dram_bytes) == (d.float_flops, d.int8_ops, d.dram_bytes)
     with open(CONFIG_DIR / "h200.toml", "rb") as f:
         assert tomllib.load(f)["published"] == H200_DATASHEET
+
+
+def test_h100_datasheet_is_what_its_config_and_simulated_rows_use():
+    d = datasheet_peaks("h100")
+    # NVIDIA H100 SXM5 datasheet, dense: the H200's compute, 3.35 TB/s HBM3
+    assert (d.float_flops, d.int8_ops, d.dram_bytes) == (989e12, 1979e12, 3.35e12)
+    c = chip_peaks("h100")
+    assert (c.float_flops, c.int8_ops, c.dram_bytes) == (d.float_flops, d.int8_ops, d.dram_bytes)
+    with open(CONFIG_DIR / "h100.toml", "rb") as f:
+        assert tomllib.load(f)["published"] == H100_DATASHEET
+    from study import gpu
+    got = gpu.derived(0, 1 << 30, "f32", 1000.0, gpu.PEAKS["h100"])
+    assert got["roofline_frac"] == pytest.approx((1 << 30) / 1e-3 / 3.35e12)
 
 
 def test_gpu_rows_roofline_is_the_shared_roofline():
