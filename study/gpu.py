@@ -9,6 +9,9 @@ Two modes, one module:
     # here: the config from the microbenchmarks, then the simulator's rows (as make reproduce does)
     python -m study.gpu_config
     python -m study.gpu --simulate --out results/raw/sim_h200.csv --max-cost 64e6 --job-timeout-s 120
+    # the H100, F6's held-out device: its config from its own microbenchmarks, then its rows
+    python -m study.gpu_config --device h100
+    python -m study.gpu --simulate --chip h100 --out results/raw/sim_h100.csv --max-cost 64e6 --job-timeout-s 120
     # either, without measuring anything:
     python -m study.gpu --dry-run
 
@@ -36,8 +39,10 @@ study/gpu_microbench.py's.
 
 Simulate mode runs the same kernels through measure.measure() on chip "h200" (test shapes,
 then study shapes smallest first, each job in a process of its own from study/pool.py, with a
-timeout) and writes rows with impl="triton", chip="h200", device="simulated", roofline against
-the same H200 peaks; a rerun skips jobs already written at this code. An autotuned kernel is
+timeout) and writes rows with impl="triton", chip="h200", device="simulated", suite "sim_h200",
+roofline against the same H200 peaks; a rerun skips jobs already written at this code. With
+--chip h100 the same on the h100 config: chip="h100", suite "sim_h100", roofline against the
+H100 datasheet (3.35 TB/s HBM3; the compute peaks equal the H200's). An autotuned kernel is
 called once first, so that, as on the GPU, the steady state is timed.
 """
 from __future__ import annotations
@@ -56,11 +61,16 @@ from typing import Any
 import torch
 
 from study.registry import Shape, Workload
-from study.roofline import h200_datasheet_peaks, roofline_fraction
+from study.roofline import DATASHEETS, Peaks, datasheet_peaks, roofline_fraction
 from study.tolerances import tolerance
 
-H200_PEAKS = h200_datasheet_peaks()  # study/roofline.py: NVIDIA's figures, with their source
-ROOFLINE_NOTE = "roofline vs H200 datasheet: 989 TFLOP/s bf16 (f32 too), 1979 TOP/s int8, 4.8 TB/s HBM"
+# study/roofline.py: NVIDIA's figures, with their source, per GPU the simulate mode can price
+PEAKS = {chip: datasheet_peaks(chip) for chip in DATASHEETS}
+H200_PEAKS = PEAKS["h200"]
+ROOFLINE_NOTES = {"h200": "roofline vs H200 datasheet: 989 TFLOP/s bf16 (f32 too), 1979 TOP/s int8, 4.8 TB/s HBM",
+                  "h100": "roofline vs H100 datasheet: 989 TFLOP/s bf16 (f32 too), 1979 TOP/s int8, 3.35 TB/s HBM"}
+ROOFLINE_NOTE = ROOFLINE_NOTES["h200"]
+SIM_CHIPS = ("h200", "h100")
 REPO = Path(__file__).resolve().parent.parent
 SEED = 0
 
@@ -114,13 +124,14 @@ def cost(w: Workload, s: Shape, dt: str) -> float:
 
 # ----------------------------------------------------------------------------- metrics
 
-def derived(flops: int, nbytes: int, dtype: str, time_us: float | None) -> dict[str, Any]:
-    """TFLOP/s, GB/s and the roofline fraction against the H200 datasheet (study/roofline.py)."""
+def derived(flops: int, nbytes: int, dtype: str, time_us: float | None, peaks: Peaks = H200_PEAKS) -> dict[str, Any]:
+    """TFLOP/s, GB/s and the roofline fraction against a GPU datasheet (study/roofline.py; the
+    H200's unless told)."""
     if not time_us or time_us <= 0:
         return {"tflops": None, "gbps": None, "roofline_frac": None}
     s = time_us * 1e-6
     return {"tflops": flops / s / 1e12, "gbps": nbytes / s / 1e9,
-            "roofline_frac": roofline_fraction(flops, nbytes, dtype, s, H200_PEAKS)}
+            "roofline_frac": roofline_fraction(flops, nbytes, dtype, s, peaks)}
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:
@@ -188,14 +199,15 @@ def _clone(inputs: dict) -> dict:
 # ----------------------------------------------------------------------------- simulate mode
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """Same kernels, same inputs, on the simulator's h200 config: each job in a process of its
-    own (study/pool.py, forked from this warmed-up process), killed after --job-timeout-s; rows
-    appended through study/results.py as jobs finish. A rerun skips jobs whose rows are there at
-    this code."""
+    """Same kernels, same inputs, on the simulator's --chip config (h200 or h100): each job in a
+    process of its own (study/pool.py, forked from this warmed-up process), killed after
+    --job-timeout-s; rows appended through study/results.py as jobs finish. A rerun skips jobs
+    whose rows are there at this code."""
     import triton  # noqa: F401 - before backend.driver (see study/measure.py)
-    os.environ["MTIA_CHIP"] = "h200"
+    chip = args.chip
+    os.environ["MTIA_CHIP"] = chip
     from backend.driver import set_chip
-    set_chip("h200")
+    set_chip(chip)
     from study import provenance
     from study.pool import NotStarted, TimedOut, run_pool
     from study.results import append_rows, written_keys
@@ -212,7 +224,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"{len(todo)} jobs")
         return 0
     out = Path(args.out)
-    base = {"run_id": uuid.uuid4().hex[:12], "git_sha": provenance.source_fingerprint(), "suite": "sim_h200",
+    base = {"run_id": uuid.uuid4().hex[:12], "git_sha": provenance.source_fingerprint(), "suite": f"sim_{chip}",
             "device": "simulated", "versions": provenance.versions(), "options": "default", "config": ""}
     written = written_keys(out, key=("git_sha", "workload", "shape", "dtype"))
     n_all = len(todo)
@@ -226,7 +238,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     tasks = [(w.name, s.name, dt) for w, s, dt in todo]
     labels = {(w.name, s.name, dt): f"{w.name} {s.label} {dt}" for w, s, dt in todo}
-    for d in run_pool(lambda t: _sim_rows(*t, base), tasks, args.workers, timeout=args.job_timeout_s,
+    for d in run_pool(lambda t: _sim_rows(*t, base, chip), tasks, args.workers, timeout=args.job_timeout_s,
                       budget_s=args.budget_s, fresh=True, poll_s=0.05):
         label = labels[d.task]
         if isinstance(d.error, NotStarted):
@@ -252,8 +264,8 @@ def _autotuned(w: Workload) -> bool:
     return isinstance(w.source.get("triton"), triton.runtime.Autotuner)
 
 
-def _sim_rows(workload: str, shape: str, dtype: str, base: dict) -> list[dict]:
-    """A pool task: the h200 rows of one (workload, shape, dtype); none when the kernel does not
+def _sim_rows(workload: str, shape: str, dtype: str, base: dict, chip: str = "h200") -> list[dict]:
+    """A pool task: the `chip` rows of one (workload, shape, dtype); none when the kernel does not
     implement the case."""
     import torch as _t
     _t.set_num_threads(1)
@@ -267,18 +279,18 @@ def _sim_rows(workload: str, shape: str, dtype: str, base: dict) -> list[dict]:
             # as on the GPU, where do_bench times the steady state: triton.autotune has already
             # benchmarked its configs and cached its choice for this shape
             w.impls["triton"](**_clone(inputs))
-        rows = measure(w, "triton", s, dtype, "h200", inputs, ref, dict(base))
+        rows = measure(w, "triton", s, dtype, chip, inputs, ref, dict(base))
     except NotImplementedError:
         return []
     except Exception as e:  # noqa: BLE001
-        rows = [dict(base, workload=w.name, family=w.family, impl="triton", shape=s.label, dtype=dtype, chip="h200",
+        rows = [dict(base, workload=w.name, family=w.family, impl="triton", shape=s.label, dtype=dtype, chip=chip,
                      correct=False, notes=f"error: {_err(e)}", measured_at=_now())]
     for r in rows:
-        # the roofline of the measured rows (H200 datasheet), not measure()'s: the same figures
-        # chip_peaks("h200") reads from the config, but without measure()'s off-chip byte rule
-        r.update(derived(int(r.get("flops") or 0), int(r.get("bytes") or 0), dtype, r.get("time_us")))
+        # the roofline of the measured rows (the GPU's datasheet), not measure()'s: the same figures
+        # chip_peaks(chip) reads from the config, but without measure()'s off-chip byte rule
+        r.update(derived(int(r.get("flops") or 0), int(r.get("bytes") or 0), dtype, r.get("time_us"), PEAKS[chip]))
         if r.get("roofline_frac") is not None:
-            r["notes"] = "; ".join(x for x in (r.get("notes"), ROOFLINE_NOTE) if x)
+            r["notes"] = "; ".join(x for x in (r.get("notes"), ROOFLINE_NOTES[chip]) if x)
     return rows
 
 
@@ -287,9 +299,11 @@ def _sim_rows(workload: str, shape: str, dtype: str, base: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m study.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="raw CSV to append to (default: results/raw/gpu_h200.csv, "
-                                                "or sim_h200.csv with --simulate)")
+                                                "or sim_<chip>.csv with --simulate)")
     ap.add_argument("--dry-run", action="store_true", help="list what would be measured; touch nothing")
-    ap.add_argument("--simulate", action="store_true", help="run on the simulator's h200 config instead of a GPU")
+    ap.add_argument("--simulate", action="store_true", help="run on the simulator's --chip config instead of a GPU")
+    ap.add_argument("--chip", choices=SIM_CHIPS, default=None,
+                    help="simulate: which GPU config (default h200); GPU mode records the device it runs on")
     ap.add_argument("--budget-s", type=float, default=480.0, help="stop starting new jobs after this many seconds")
     ap.add_argument("--tags", default="test,study", help="shape tags, in order")
     ap.add_argument("--only", default="", help="comma-separated workload names")
@@ -302,8 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-cost", type=float, default=0.0,
                     help="simulate: only shapes above this cost (to extend an earlier run; test shapes then skipped)")
     args = ap.parse_args(argv)
+    if args.chip is not None and not args.simulate:
+        ap.error("--chip is for --simulate: GPU mode records the chip of the device it runs on")
+    args.chip = args.chip or "h200"
     if args.out is None:
-        args.out = str(REPO / "results" / "raw" / ("sim_h200.csv" if args.simulate else "gpu_h200.csv"))
+        args.out = str(REPO / "results" / "raw" / (f"sim_{args.chip}.csv" if args.simulate else "gpu_h200.csv"))
     if args.simulate:
         return run_simulate(args)
     from study.gpu_measure import run_gpu

@@ -98,6 +98,33 @@ def test_h200_config_is_derived_from_the_microbenchmarks():
     assert 1000 < d["offchip_gbps"] < 6000 and d["sram_gbps"] > d["offchip_gbps"]
 
 
+def test_h100_config_is_derived_from_its_own_microbenchmarks():
+    """backend/configs/h100.toml is what study.gpu_config derives from the committed H100
+    microbench CSV, and only from it: the two devices' derivations read different files."""
+    from study import gpu_config
+    dev = gpu_config.DEVICES["h100"]
+    assert dev.csv == RAW / "gpu_microbench_h100.csv" and dev.out.name == "h100.toml"
+    assert gpu_config.main(["--device", "h100", "--check"]) == 0
+    assert gpu_config.main(["--device", "h200", "--check"]) == 0
+    d = gpu_config.derive(dev.csv)
+    assert d["n_sm"] == 132 and 1.0 < d["clock_ghz"] < 2.5
+    assert 1000 < d["offchip_gbps"] < 3350 and d["sram_gbps"] > d["offchip_gbps"]  # under the datasheet's HBM3
+    assert d != gpu_config.derive(gpu_config.DEVICES["h200"].csv)
+    text = dev.out.read_text()
+    assert 'name = "h100"' in text and 'label = "H100-like"' in text and "gpu_microbench_h200" not in text
+
+
+def test_derivation_names_a_missing_row(tmp_path):
+    from study import gpu_config
+    src = gpu_config.DEVICES["h100"].csv.read_text().splitlines(keepends=True)
+    cut = tmp_path / "mb.csv"
+    cut.write_text("".join(line for line in src if not line.startswith("hbm_copy,")))
+    with pytest.raises(gpu_config.MissingRow, match="hbm_copy/2GiB"):
+        gpu_config.derive(cut)
+    assert gpu_config.main(["--device", "h100", "--csv", str(cut), "--out", str(tmp_path / "x.toml")]) == 1
+    assert not (tmp_path / "x.toml").exists()
+
+
 def test_prediction_split_is_fixed_and_balanced():
     from study import gpu
     names = sorted(gpu.load_workloads())
