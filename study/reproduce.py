@@ -182,29 +182,38 @@ def _gate_full(workloads: dict, results: Path, workers: int | None) -> None:
 # rows, results/raw/gpu_h200.csv, need an H200 and are not): test shapes, then the study shapes
 # up to SIM_H200_MAX_COST (bytes + flops/200, study.gpu.cost) smallest first: 140 jobs, about
 # 2-4 minutes on two cores (5 under load); the budget is a guard for a much slower machine,
-# where it stops starting new jobs and the largest study shapes are left out (listed in the output)
+# where it stops starting new jobs and the largest study shapes are left out (listed in the output).
+# The h100 rows (F6's held-out device, gpu_h100.csv measured) follow, the same jobs on the h100 config.
 SIM_H200_BUDGET_S = 420.0
 SIM_H200_MAX_COST = 64e6
+SIM_GPU_CHIPS = ("h200", "h100")  # the order reproduce simulates them in
 
 
-def simulate_h200(results: Path, workers: int | None = None) -> bool:
-    """Replace raw/sim_h200.csv with rows simulated now (a separate process: the simulate mode
-    switches its process to the h200 chip). Returns whether it ran."""
+def simulate_gpu(results: Path, chip: str = "h200", workers: int | None = None) -> bool:
+    """Replace raw/sim_<chip>.csv with rows simulated now on the chip's GPU config (a separate
+    process: the simulate mode switches its process to that chip). Returns whether it ran."""
     import subprocess
-    out = raw_dir(results) / "sim_h200.csv"
-    tmp = out.with_name("sim_h200.csv.new")
+    name = f"sim_{chip}"
+    out = raw_dir(results) / f"{name}.csv"
+    tmp = out.with_name(f"{name}.csv.new")
     tmp.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "study.gpu", "--simulate", "--out", str(tmp), "--budget-s", str(SIM_H200_BUDGET_S),
-           "--max-cost", str(SIM_H200_MAX_COST), "--job-timeout-s", "120", "--workers", str(workers or os.cpu_count() or 1)]
+    cmd = [sys.executable, "-m", "study.gpu", "--simulate", "--chip", chip, "--out", str(tmp), "--budget-s",
+           str(SIM_H200_BUDGET_S), "--max-cost", str(SIM_H200_MAX_COST), "--job-timeout-s", "120",
+           "--workers", str(workers or os.cpu_count() or 1)]
     r = subprocess.run(cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
     tail = r.stdout.strip().splitlines()[-1:] if r.stdout.strip() else []
     if r.returncode != 0 or not tmp.exists():
-        print(f"error: sim_h200 failed ({r.returncode}): {r.stderr.strip()[-300:]}", file=sys.stderr)
+        print(f"error: {name} failed ({r.returncode}): {r.stderr.strip()[-300:]}", file=sys.stderr)
         return False
     os.replace(tmp, out)
-    print(f"sim_h200: {' '.join(tail)} ({time.perf_counter() - t0:.0f}s)")
+    print(f"{name}: {' '.join(tail)} ({time.perf_counter() - t0:.0f}s)")
     return True
+
+
+def simulate_h200(results: Path, workers: int | None = None) -> bool:
+    """simulate_gpu on the h200 config."""
+    return simulate_gpu(results, "h200", workers)
 
 
 # reproduce_wall.csv's name of the paper-shape models step, which overlaps the suites and the
@@ -282,11 +291,13 @@ def reproduce(results: Path, workers: int | None = None, skip_run: bool = False,
             from tools import microbench  # T1: the simulator's calibration against published peaks
             microbench.main(["--chip", "mtia2i", "--csv", str(raw_dir(results) / "microbench_mtia2i.csv")])
             sys.stdout.flush()
-            t_h200 = time.perf_counter()
-            if not simulate_h200(results, workers):
-                status = 1
-            walls.append(("sim_h200 (F6)", time.perf_counter() - t_h200,
-                          len(read_rows(raw_dir(results) / "sim_h200.csv")) if (raw_dir(results) / "sim_h200.csv").exists() else 0))
+            for chip in SIM_GPU_CHIPS:
+                t_sim = time.perf_counter()
+                if not simulate_gpu(results, chip, workers):
+                    status = 1
+                sim_csv = raw_dir(results) / f"sim_{chip}.csv"
+                walls.append((f"sim_{chip} (F6)", time.perf_counter() - t_sim,
+                              len(read_rows(sim_csv)) if sim_csv.exists() else 0))
         except BaseException:  # an interrupted reproduction leaves no model run behind
             models.proc.kill()
             models.wait()

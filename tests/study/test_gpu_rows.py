@@ -132,3 +132,26 @@ def test_prediction_split_is_fixed_and_balanced():
     assert set(halves) == {"calibration", "held-out"}
     assert abs(halves.count("calibration") - halves.count("held-out")) <= 4
     assert gpu.half("matmul") == gpu.half("matmul")  # crc32: the same in every process
+
+
+def test_reproduce_simulates_both_gpu_configs_the_same_way(tmp_path, monkeypatch):
+    """make reproduce's F6 step: sim_h200 then sim_h100, one command but for --chip, each file
+    replaced only when its run succeeded."""
+    import subprocess
+
+    from study import reproduce
+    assert reproduce.SIM_GPU_CHIPS == ("h200", "h100")
+    (tmp_path / "raw").mkdir()
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        Path(cmd[cmd.index("--out") + 1]).write_text("rows\n")
+        return subprocess.CompletedProcess(cmd, 0, stdout="140 jobs simulated\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    for chip in reproduce.SIM_GPU_CHIPS:
+        assert reproduce.simulate_gpu(tmp_path, chip, workers=2)
+        assert (tmp_path / "raw" / f"sim_{chip}.csv").read_text() == "rows\n"
+    strip = [[a for a in c if not a.endswith((".csv.new", "h200", "h100"))] for c in calls]
+    assert strip[0] == strip[1] and [c[c.index("--chip") + 1] for c in calls] == ["h200", "h100"]
