@@ -232,15 +232,16 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
             return finish(status="wrong", error_type="AssertionError", error_origin="compare",
                           error_message=f"sample {i}: {mismatch}", n_samples=i + 1)
     torch._dynamo.reset()
-    return finish(status="pass" if res.n_launches > 0 else "pass_no_triton", n_samples=len(samples))
+    return finish(status=pass_status(res.n_launches, _inductor_summary(codes)[1]), n_samples=len(samples))
 
 
 def no_triton_reason(n_graphs: int, fallbacks: list[str], outputs_alias: bool) -> str:
     """Why a correct row ran no Triton kernel:
 
-    - `fallback`: a graph Inductor compiled calls an extern kernel or an aten/prims fallback;
+    - `fallback`: a graph Inductor compiled computes on the host: an extern kernel or an
+      aten/prims fallback other than a pure view (`host_ops`);
     - `no_compute`: nothing needed computing: either Inductor's graphs hold no kernel and no
-      extern call (views, reshapes, splits), or Dynamo compiled no graph and every tensor the
+      host call (views, reshapes, splits, view fallbacks such as aten.view_as_complex), or Dynamo compiled no graph and every tensor the
       op returned, on every sample, is one of its inputs or a view of one (shares an input's
       storage: `positive`, `contiguous` or `float` of a tensor already so, `conj` / `real` /
       `resolve_conj` of a real tensor, `T`, `mT`, `atleast_1d` of a vector ...), which Dynamo
@@ -250,7 +251,7 @@ def no_triton_reason(n_graphs: int, fallbacks: list[str], outputs_alias: bool) -
       `allclose`)."""
     if n_graphs == 0:
         return "no_compute" if outputs_alias else "no_graph"
-    return "fallback" if fallbacks else "no_compute"
+    return "fallback" if host_ops(fallbacks) else "no_compute"
 
 
 def aliases_inputs(out, inputs) -> bool:
@@ -287,7 +288,17 @@ def _run_compiled(op, compile_fn, inp, args, kwargs, codes: list[str]):
 
 
 _EXTERN_RE = re.compile(r"\bextern_kernels\.(\w+)\(")
-_FALLBACK_RE = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.\w+\(")
+# An op the wrapper code calls on the host. Inductor spells it two ways: FallbackKernel as
+# `torch.ops.<ns>.<op>.<overload>(` (aten.sort, aten._fft_r2c, prims.convert_element_type ...),
+# and the fallbacks with codegen of their own through the wrapper's module aliases
+# (`aten = torch.ops.aten`, `inductor_ops = torch.ops.inductor`, `_quantized = torch.ops._quantized`):
+# ScatterFallback `aten.scatter_reduce_.two(` / `aten.scatter_.value(` (the scatter reductions
+# Inductor does not lower: prod, mean, amin, amax), IndexPutFallback `aten.index_put_(`,
+# InplaceCopyFallback `aten.copy_(`, and `aten.view.dtype(`. The lookbehind keeps kernel names
+# (`triton_poi_fused_scatter_reduce_0`) and the alias of an already-prefixed call from matching.
+_FALLBACK_RE = re.compile(
+    r"(?<![\w.])(?:torch\.ops\.(\w+)|(aten|inductor_ops|_quantized))\.(\w+)(?:\.\w+)?\(")
+_ALIAS_NS = {"inductor_ops": "inductor"}
 
 
 def _inductor_summary(codes: list[str]) -> tuple[int, list[str]]:
@@ -299,8 +310,59 @@ def _inductor_summary(codes: list[str]) -> tuple[int, list[str]]:
             if not line or line.startswith(("#", "assert_", "from ", "import ")):
                 continue
             found.update(f"extern.{m}" for m in _EXTERN_RE.findall(line))
-            found.update(f"{ns}.{name}" for ns, name in _FALLBACK_RE.findall(line))
+            found.update(f"{ns or _ALIAS_NS.get(alias, alias)}.{name}" for ns, alias, name in _FALLBACK_RE.findall(line))
     return len(codes), sorted(found)
+
+
+# `fallback_ops` entries that compute nothing and move no data: aten view ops, whose schema
+# returns an alias of the input (`Tensor(a)`), so the call only writes a new size / stride /
+# offset / dtype or conj bit over the same storage. Inductor leaves a view as a fallback call
+# where it cannot fold it into a buffer reinterpretation (complex tensors, the conj bit). Every
+# other entry, a copy (aten.clone, aten.copy_, aten.constant_pad_nd), a cast
+# (prims.convert_element_type) or a check that reads data (aten._linalg_check_errors)
+# included, is computation on the host.
+VIEW_FALLBACKS = {
+    "aten._conj": "lazy conjugation: sets the conj bit of a view; materialising it is aten._conj_physical or a kernel",
+    "aten.alias": "the same tensor under another name",
+    "aten.as_strided": "new sizes and strides over the same storage",
+    "aten.diagonal": "a strided view of the diagonal",
+    "aten.expand": "stride-0 broadcast view",
+    "aten.permute": "reordered strides",
+    "aten.select": "a view at one index (offset and strides)",
+    "aten.slice": "a view of a range (offset and strides)",
+    "aten.squeeze": "size-1 dimensions dropped",
+    "aten.t": "transposed strides",
+    "aten.transpose": "transposed strides",
+    "aten.unfold": "overlapping windows as strides",
+    "aten.unsqueeze": "a size-1 dimension added",
+    "aten.view": "view.default (new shape) and view.dtype (the bits reinterpreted), same storage",
+    "aten.view_as_complex": "float pairs read as complex, same storage",
+    "aten.view_as_real": "complex read as float pairs, same storage",
+}
+# Extern kernels that run on the simulated chip rather than on the host: the expert GEMM
+# (backend/inductor_cpu/gemm_templates.py, through the registered mtia_sim.gemm). T4 does not
+# register it (study/opinfo.configure), so there extern.mm / addmm / bmm / convolution are aten
+# on the host.
+CHIP_EXTERNS = {"extern.mtia_expert_gemm"}
+
+
+def host_ops(fallbacks: list[str]) -> list[str]:
+    """The `fallback_ops` entries that are computation on the host: every extern kernel but
+    the chip's own and every aten / prims / custom-op call but the pure views of VIEW_FALLBACKS."""
+    return [f for f in fallbacks if f not in VIEW_FALLBACKS and f not in CHIP_EXTERNS]
+
+
+def pass_status(n_launches: int, fallbacks: list[str]) -> str:
+    """The status of a row whose every sample matched eager:
+
+    - `pass`: Triton kernels ran on the simulated chip and nothing computed on the host;
+    - `pass_partial`: Triton kernels ran, but part of the op stayed on the host (an aten
+      fallback or a host extern kernel, `host_ops`), e.g. fft.fft's aten._fft_r2c beside a
+      Triton copy;
+    - `pass_no_triton`: no Triton kernel ran."""
+    if n_launches == 0:
+        return "pass_no_triton"
+    return "pass_partial" if host_ops(fallbacks) else "pass"
 
 
 def _cpp_control(op, samples, rtol, atol) -> str:

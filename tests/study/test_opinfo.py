@@ -1,4 +1,4 @@
-"""The T4 classifier (study/opinfo.py) on a few ops: pass, pass_no_triton, wrong, errors, resume."""
+"""The T4 classifier (study/opinfo.py) on a few ops: pass, pass_partial, pass_no_triton, wrong, errors, resume."""
 from __future__ import annotations
 
 import csv
@@ -65,6 +65,55 @@ def test_no_triton_reason_rule():
     assert not aliases_inputs(x + 1, (x,)) and not aliases_inputs(True, (x,)) and not aliases_inputs((x, x.clone()), (x,))
     assert no_triton_reason(0, [], True) == "no_compute" and no_triton_reason(0, [], False) == "no_graph"
     assert no_triton_reason(1, [], False) == "no_compute" and no_triton_reason(1, ["aten.topk"], True) == "fallback"
+
+
+def test_host_computation_rule():
+    from study.opinfo_op import VIEW_FALLBACKS, host_ops, pass_status
+    # views move no data: a row whose only fallbacks are views passes
+    assert host_ops(["aten.permute", "aten.squeeze", "aten.view_as_real", "aten.slice", "aten._conj", "aten.view"]) == []
+    assert pass_status(4, ["aten._conj", "aten.view_as_real"]) == "pass"
+    # anything that computes or copies is host work, host externs included (no expert GEMM in T4)
+    for f in ("aten._fft_r2c", "aten.sort", "aten.scatter_reduce_", "aten.index_put_", "aten.clone", "aten.copy_",
+              "aten.constant_pad_nd", "aten._conj_physical", "prims.convert_element_type",
+              "aten._linalg_check_errors", "extern.mm", "extern.addmm", "extern.bmm", "extern.convolution",
+              "torch_nn._linear_cross_entropy_batch_chunked"):
+        assert f not in VIEW_FALLBACKS and host_ops([f, "aten.permute"]) == [f], f
+        assert pass_status(3, [f]) == "pass_partial" and pass_status(0, [f]) == "pass_no_triton"
+    assert host_ops(["extern.mtia_expert_gemm"]) == []  # the chip's own GEMM, when registered
+    assert pass_status(1, []) == "pass" and pass_status(0, []) == "pass_no_triton"
+
+
+def test_fallback_calls_are_found_in_every_spelling_of_the_wrapper_code():
+    from study.opinfo_op import _inductor_summary
+    code = """
+aten = torch.ops.aten
+inductor_ops = torch.ops.inductor
+alloc_from_pool = torch.ops.inductor._alloc_from_pool
+def call(args):
+    # aten.fake_in_a_comment(buf0)
+    triton_poi_fused_scatter_reduce_0.run(arg0_1, buf0, 50, stream=stream0)
+    aten.scatter_reduce_.two(buf0,0,arg1_1,arg2_1, reduce='amax', include_self=False)
+    aten.index_put_(buf1, [arg2_1], arg1_1, False)
+    buf2 = torch.ops.aten.sort.default(arg0_1)
+    buf3 = aten.view.dtype(buf2, torch.int32)
+    extern_kernels.mm(arg0_1, arg1_1, out=buf4)
+    buf5 = torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default(arg0_1)
+    buf6 = reinterpret_tensor(buf4, (5, 5), (1, 5), 0)
+"""
+    assert _inductor_summary([code]) == (1, ["aten.index_put_", "aten.scatter_reduce_", "aten.sort", "aten.view",
+                                             "extern.mm", "torch_nn._linear_cross_entropy_batch_chunked"])
+
+
+@pytest.mark.parametrize("name, variant", [("scatter_reduce", "amax"), ("scatter_reduce", "prod")])
+def test_scatter_reductions_inductor_leaves_to_aten_are_pass_partial(name, variant):
+    # Inductor lowers scatter_reduce sum to Triton atomics but hands prod / mean / amin / amax
+    # to its ScatterFallback (`aten.scatter_reduce_.two(` in the wrapper): a Triton copy of
+    # `self` runs on the chip, the reduction on the host
+    r = opinfo.run_op(_op(name, variant), torch.float32, n_samples=1)
+    assert (r.status, r.fallback_ops) == ("pass_partial", "aten.scatter_reduce_"), r
+    assert r.n_kernels >= 1
+    r = opinfo.run_op(_op(name, "sum"), torch.float32, n_samples=1)
+    assert (r.status, r.fallback_ops) == ("pass", ""), r
 
 
 def test_mm_runs_as_inductors_triton_template_on_the_chip():
