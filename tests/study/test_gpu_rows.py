@@ -67,6 +67,19 @@ def test_sim_h200_rows():
             assert r["time_us"] is not None and r["time_us"] > 0
 
 
+def test_sim_h100_rows():
+    """The h100 config's rows: F6's held-out device, simulated as the h200 rows are."""
+    path = RAW / "sim_h100.csv"
+    assert path.exists(), f"{path} is missing: python -m study.gpu --simulate --chip h100"
+    rows = read_rows(path)
+    assert rows
+    for r in rows:
+        assert r["impl"] == "triton" and r["chip"] == "h100" and r["device"] == "simulated" and r["suite"] == "sim_h100"
+        if r["correct"]:
+            assert r["time_us"] is not None and r["time_us"] > 0
+            assert "H100 datasheet" in (r["notes"] or "")
+
+
 def test_gpu_script_dry_run(capsys):
     """study/gpu.py imports without a GPU and lists its jobs."""
     from study import gpu
