@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from study.gpu import ROOFLINE_NOTE, SEED, _clone, _err, _now, _tensors, _to, compare, derived, jobs, load_workloads
+from study.gpu import PEAKS, ROOFLINE_NOTES, SEED, _clone, _err, _now, _tensors, _to, compare, derived, jobs, load_workloads
 from study.gpu_torch import REF_OVERRIDE, _int_mm_ok, torch_paths
 from study.registry import Shape, Workload
 from study.results import append_rows, read_rows, written_keys
@@ -217,7 +217,7 @@ def measure_one_gpu(w: Workload, s: Shape, dt: str, base: dict) -> list[dict]:
         else:
             lab, r = pick
             row.update(time_us=r["time_us"], max_abs_err=r["max_abs_err"], max_rel_err=r["max_rel_err"],
-                       correct=r["correct"], compile_s=r["compile_s"], **derived(flops, nbytes, dt, r["time_us"]))
+                       correct=r["correct"], compile_s=r["compile_s"], **derived(flops, nbytes, dt, r["time_us"], PEAKS[row["chip"]]))
             notes.append(("torch path: " if impl == "torch_gpu" else "") + lab)
             if r["why"]:
                 notes.append(r["why"])
@@ -234,7 +234,7 @@ def measure_one_gpu(w: Workload, s: Shape, dt: str, base: dict) -> list[dict]:
             notes.append("compile_s = first call (compile + run)")
         notes.append(f"timing: do_bench median, L2 cleared, warmup {BENCH_WARMUP_MS} ms, rep {BENCH_REP_MS} ms")
         notes.append(f"reference on {ref_where}; shape_tags={'+'.join(sorted(s.tags))}")
-        row["notes"] = "; ".join(notes + ([ROOFLINE_NOTE] if row.get("roofline_frac") is not None else []))
+        row["notes"] = "; ".join(notes + ([ROOFLINE_NOTES[row["chip"]]] if row.get("roofline_frac") is not None else []))
         row["measured_at"] = _now()
         rows.append(row)
     clk1 = gpu_clocks()
