@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from backend.language import libdevice as mtia_libdevice
+from backend.language import mtia
 
 
 @triton.jit
@@ -102,9 +103,73 @@ def silu_mul(x: torch.Tensor) -> torch.Tensor:
     return out.reshape(*x.shape[:-1], H)
 
 
+def _num_pes() -> int:
+    return triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+
+
 @triton.jit
-def bias_gelu_ext_kernel(x_ptr, bias_ptr, out_ptr, M, N, stride_xm, stride_om, BM: tl.constexpr, BN: tl.constexpr):
-    """out = gelu_tanh(x + bias[None, :]) on [BM, BN] blocks, column-block fastest."""
+def _bias_gelu_load(x_ptr, r, r_hi, rn, N, stride_xm, EVEN_N: tl.constexpr):
+    if EVEN_N:
+        mask = r[:, None] < r_hi
+    else:
+        mask = (r[:, None] < r_hi) & (rn[None, :] < N)
+    return tl.load(x_ptr + r[:, None] * stride_xm + rn[None, :], mask=mask).to(tl.float32)
+
+
+@triton.jit
+def _bias_gelu_store(out_ptr, x, b, r, r_hi, rn, N, stride_om, EVEN_N: tl.constexpr):
+    if EVEN_N:
+        mask = r[:, None] < r_hi
+    else:
+        mask = (r[:, None] < r_hi) & (rn[None, :] < N)
+    y = _gelu_tanh(x + b[None, :])
+    tl.store(out_ptr + r[:, None] * stride_om + rn[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def bias_gelu_ext_kernel(x_ptr, bias_ptr, out_ptr, M, N, stride_xm, stride_om, G, ROWS,
+                         BM: tl.constexpr, BN: tl.constexpr, BMT: tl.constexpr, EVEN_N: tl.constexpr):
+    """out = gelu_tanh(x + bias[None, :]) on the PE grid: the PEs form groups of G per BN-wide
+    column block, PE p streams the contiguous rows [j * ROWS, (j + 1) * ROWS) of block p // G
+    (j = p % G). The bias slice is loaded once per PE. The rows go as [BM, BN] tiles but the
+    last BM, which go as [BMT, BN] tiles whose loads are all issued before the last big tile's
+    body: the work left once the PE's last byte is in (one small tile's SIMD / SFU passes and
+    its store) is short, and the control core, held by the big body's passes in the SIMD
+    queue, would otherwise issue the small loads only after them (DMA_IN idle meanwhile)."""
+    pe = mtia.pe_id()
+    rn = (pe // G) * BN + tl.arange(0, BN)
+    r0 = (pe % G) * ROWS
+    r_end = tl.minimum(r0 + ROWS, M)
+    b = tl.load(bias_ptr + rn, mask=rn < N).to(tl.float32)
+    n_main = tl.maximum(tl.cdiv(r_end - r0, BM) - 1, 0)
+    rows = tl.arange(0, BM)
+    # the row carried through the loop keeps the loads below after it (they would otherwise be
+    # scheduled ahead of the loop, their scalars being known at the start)
+    r_t = r0
+    for t in range(0, n_main - 1):
+        r = r_t + rows
+        x = _bias_gelu_load(x_ptr, r, r_end, rn, N, stride_xm, EVEN_N)
+        _bias_gelu_store(out_ptr, x, b, r, r_end, rn, N, stride_om, EVEN_N)
+        r_t += BM
+    # the last big tile (none when the PE's rows fit the small tiles: then r_last_hi = r0)
+    r_last = r_t + rows
+    r_last_hi = tl.minimum(r_t + BM, r0 + n_main * BM)
+    x_last = _bias_gelu_load(x_ptr, r_last, r_last_hi, rn, N, stride_xm, EVEN_N)
+    rows_t = r_last_hi + tl.arange(0, BMT)
+    xs = ()
+    for k in tl.static_range(BM // BMT):
+        xs = xs + (_bias_gelu_load(x_ptr, rows_t + k * BMT, r_end, rn, N, stride_xm, EVEN_N),)
+    _bias_gelu_store(out_ptr, x_last, b, r_last, r_last_hi, rn, N, stride_om, EVEN_N)
+    for k in tl.static_range(BM // BMT):
+        _bias_gelu_store(out_ptr, xs[k], b, rows_t + k * BMT, r_end, rn, N, stride_om, EVEN_N)
+
+
+@triton.jit
+def bias_gelu_block_ext_kernel(x_ptr, bias_ptr, out_ptr, M, N, stride_xm, stride_om, BM: tl.constexpr,
+                               BN: tl.constexpr):
+    """out = gelu_tanh(x + bias[None, :]) on [BM, BN] blocks, column-block fastest (launched
+    persistent). FP32 only: its tiles are read in place by the body, and the launch hint's
+    two-instance ring keeps the next block's DMA from waiting for this block's body."""
     rn = tl.program_id(0) * BN + tl.arange(0, BN)
     rm = tl.program_id(1) * BM + tl.arange(0, BM)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
@@ -114,12 +179,34 @@ def bias_gelu_ext_kernel(x_ptr, bias_ptr, out_ptr, M, N, stride_xm, stride_om, B
     tl.store(out_ptr + rm[:, None] * stride_om + rn[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def bias_gelu(x: torch.Tensor, bias: torch.Tensor, elems: int = 8192, tail: int = 1024) -> torch.Tensor:
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     M, N = x2.shape
     out = torch.empty_like(x2)
-    # narrow column blocks: the bias slice each block loads again is 1/BM of its bytes
-    BM, BN = _block_2d(M, N, max_bn=512)
-    bias_gelu_ext_kernel[(triton.cdiv(N, BN), triton.cdiv(M, BM))](
-        x2, bias, out, M, N, x2.stride(0), out.stride(0), BM=BM, BN=BN, persistent=True)
+    if x2.element_size() == 4:
+        # FP32: the persistent block kernel (the PE-grid loop below reuses the tile's buffer,
+        # so in the SRAM-resident regime its next DMA waits for the body: 5% slower there)
+        BM, BN = _block_2d(M, N, max_bn=512)
+        bias_gelu_block_ext_kernel[(triton.cdiv(N, BN), triton.cdiv(M, BM))](
+            x2, bias, out, M, N, x2.stride(0), out.stride(0), BM=BM, BN=BN, persistent=True)
+        return out.reshape(x.shape)
+    P = _num_pes()
+    # Column blocks of >= 256 elements (1 KB FP32 rows: the per-row DMA cost stays small), as
+    # many as fit the PEs, so each PE's bias slice (loaded once) is narrow; the PEs of a block
+    # split its rows evenly.
+    ncb = 1
+    while ncb * 2 <= P and triton.cdiv(N, ncb * 2) >= 256:
+        ncb *= 2
+    BN = triton.next_power_of_2(triton.cdiv(N, ncb))
+    ncb = triton.cdiv(N, BN)
+    G = max(1, P // ncb)
+    rows = triton.cdiv(M, G)
+    G = triton.cdiv(M, rows)
+
+    def pow2_rows(e):
+        r = max(1, min(rows, e // BN))
+        return 1 << (r.bit_length() - 1)
+    BM, BMT = pow2_rows(elems), pow2_rows(tail)
+    bias_gelu_ext_kernel[(ncb * G,)](x2, bias, out, M, N, x2.stride(0), out.stride(0), G, rows,
+                                     BM=BM, BN=BN, BMT=BMT, EVEN_N=N % BN == 0)
     return out.reshape(x.shape)
