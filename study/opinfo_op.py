@@ -256,12 +256,15 @@ def no_triton_reason(n_graphs: int, fallbacks: list[str], outputs_alias: bool) -
 
 def aliases_inputs(out, inputs) -> bool:
     """Whether `out` holds at least one tensor and every tensor in it shares its storage (the
-    same storage object, so views and empty tensors count) with a tensor of `inputs`."""
+    same storage object, so views and empty tensors count) with a tensor of `inputs`. Sparse
+    layouts have no single storage to compare (`untyped_storage()` raises): a sparse output
+    counts as new data, a sparse input as nothing an output can alias."""
     import torch
     from torch.utils._pytree import tree_leaves
-    storages = {t.untyped_storage()._cdata for t in tree_leaves(inputs) if isinstance(t, torch.Tensor)}
+    storages = {t.untyped_storage()._cdata for t in tree_leaves(inputs)
+                if isinstance(t, torch.Tensor) and t.layout == torch.strided}
     outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-    return bool(outs) and all(t.untyped_storage()._cdata in storages for t in outs)
+    return bool(outs) and all(t.layout == torch.strided and t.untyped_storage()._cdata in storages for t in outs)
 
 
 def _default_compile(f):

@@ -63,6 +63,9 @@ def test_no_triton_reason_rule():
     assert aliases_inputs(x, (x,)) and aliases_inputs((x.T, x[1:]), ([x], {}))
     assert aliases_inputs(torch.empty(0)[:0], (torch.empty(0),)) is False  # another storage
     assert not aliases_inputs(x + 1, (x,)) and not aliases_inputs(True, (x,)) and not aliases_inputs((x, x.clone()), (x,))
+    # sparse tensors have no storage to compare: new data, never an error
+    sp = x.to_sparse()
+    assert not aliases_inputs(sp, (x,)) and not aliases_inputs(x.to_sparse_csr(), (sp,)) and aliases_inputs(x, (sp, x))
     assert no_triton_reason(0, [], True) == "no_compute" and no_triton_reason(0, [], False) == "no_graph"
     assert no_triton_reason(1, [], False) == "no_compute" and no_triton_reason(1, ["aten.topk"], True) == "fallback"
 
