@@ -1,0 +1,89 @@
+"""`sort_kernels`: sorts, and what Inductor derives from one (topk, kthvalue, median), as
+Inductor's own Triton sort kernel where the sorted dimension fits a PE.
+
+Inductor lowers aten.sort to a persistent Triton kernel (ir.Sort: a bitonic network over the
+whole sorted dimension inside one program) only up to 512 elements, and sends topk, kthvalue
+and median to aten, unless `config.triton.decompose_sort_ops` is set: that lifts the size limit
+(int32 indices) and rewrites the others as a stable sort plus a select. Here one program's
+sorted dimension lives in one PE's local memory, so the switch sets that config for a call
+whose sorted dimension has at most SORT_LIMIT elements and leaves larger ones to aten: a
+program sorting 8192 FP32 keys with their indices keeps 336 KB of tiles live, more than the
+allocator can place in a PE's 384 KB.
+
+Sorts are stable here (ties keep their input order, the order eager's CPU sort gives them),
+whatever the call asks: an unstable bitonic network orders ties its own way, and the indices
+would differ from eager's. mode stays with aten: Inductor's sort-based mode returns the last position of the most
+frequent value, eager the position its own algorithm finds, and the two differ.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+SORT_LIMIT = 4096
+
+_ORIGINAL: dict[Any, Callable] = {}
+
+
+def _ops() -> dict[Any, Callable[[tuple, dict], Any]]:
+    """The lowered ops, each with where its sorted dimension is (None: the whole tensor)."""
+    import torch
+    aten = torch.ops.aten
+
+    def arg(i: int, default: Any = -1) -> Callable[[tuple, dict], Any]:
+        return lambda args, kwargs: kwargs.get("dim", args[i] if len(args) > i else default)
+    return {aten.sort.default: arg(1), aten.sort.stable: arg(99), aten.topk.default: arg(2),
+            aten.kthvalue.default: arg(2), aten.median.dim: arg(1),
+            aten.median.default: lambda args, kwargs: None}
+
+
+def _fits(x: Any, dim: Any) -> bool:
+    import sympy
+    from torch._inductor.virtualized import V
+    size = list(x.get_size())
+    if not size:
+        return True
+    n = math.prod(size) if dim is None else size[dim % len(size)]
+    return bool(V.graph.sizevars.statically_known_true(sympy.Le(n, SORT_LIMIT)))
+
+
+def _chip_lowering(op: Any, where: Callable[[tuple, dict], Any], original: Callable) -> Callable:
+    import torch
+    import torch._inductor.config as ic
+    from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import options
+    aten = torch.ops.aten
+
+    def lowering(*args: Any, **kwargs: Any) -> Any:
+        x = args[0]
+        if not (options.enabled("sort_kernels") and ic.cpu_backend == "triton"
+                and getattr(x.get_device(), "type", None) == "cpu" and _fits(x, where(args, kwargs))):
+            return original(*args, **kwargs)
+        with ic.patch({"triton.decompose_sort_ops": True}):
+            if op is aten.sort.default:  # (self, dim=-1, descending=False)
+                descending = kwargs.get("descending", args[2] if len(args) > 2 else False)
+                return L.sort_stable(x, stable=True, dim=where(args, kwargs), descending=descending)
+            if op is aten.sort.stable:   # (self, *, stable, dim=-1, descending=False)
+                return L.sort_stable(x, stable=True, dim=where(args, kwargs), descending=kwargs.get("descending", False))
+            return original(*args, **kwargs)
+    lowering.mtia_original = original  # type: ignore[attr-defined]
+    return lowering
+
+
+def install() -> None:
+    """Wrap the lowerings of the sort ops (idempotent)."""
+    from torch._inductor import lowering as L
+    for op, where in _ops().items():
+        current = L.lowerings.get(op)
+        if current is None or hasattr(current, "mtia_original"):
+            continue
+        _ORIGINAL[op] = current
+        L.lowerings[op] = _chip_lowering(op, where, current)
+
+
+def uninstall() -> None:
+    from torch._inductor import lowering as L
+    for op, original in _ORIGINAL.items():
+        L.lowerings[op] = original
+    _ORIGINAL.clear()

@@ -1,0 +1,48 @@
+"""Switch `sort_kernels` (backend/inductor_cpu/sort.py): sort, argsort, topk, kthvalue and
+median compile to Inductor's Triton sort kernel on the simulated chip where the sorted
+dimension fits a PE, match eager, and larger sorts stay with aten."""
+from __future__ import annotations
+
+import pytest
+import torch
+import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
+
+pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
+
+
+def _compiled(fn, *args: torch.Tensor, **options):
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    return compile_for_mtia(fn, *args, **options)
+
+
+def _on_chip(fn, x: torch.Tensor) -> None:
+    compiled, rep = _compiled(fn, x)
+    assert rep.kernels and rep.all_on_chip, rep.report()
+    got, want = compiled(x), fn(x)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert torch.equal(g, w)
+
+
+def test_sorts_and_selections_run_on_the_chip() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(6, 700)  # distinct values: the order of ties is eager's own business
+    _on_chip(lambda a: torch.sort(a, dim=-1, descending=True), x)
+    _on_chip(lambda a: torch.argsort(a, dim=0), x)
+    _on_chip(lambda a: torch.topk(a, 7, dim=-1), x)
+    _on_chip(lambda a: torch.kthvalue(a, 3, dim=0), x)
+    _on_chip(lambda a: torch.median(a, dim=-1), x)
+    _on_chip(lambda a: torch.median(a), x[:, :300])
+
+
+def test_stable_sort_keeps_ties_in_input_order() -> None:
+    x = torch.randint(0, 3, (40, 5)).float()
+    _on_chip(lambda a: torch.sort(a, stable=True, dim=0, descending=True), x)
+
+
+def test_a_sort_larger_than_a_pe_stays_with_aten_and_the_switch_off_too() -> None:
+    from backend.inductor_cpu.sort import SORT_LIMIT
+    _, rep = _compiled(lambda a: torch.sort(a, dim=-1), torch.randn(2, 2 * SORT_LIMIT))
+    assert not rep.all_on_chip
+    _, rep = _compiled(lambda a: torch.topk(a, 3, dim=-1), torch.randn(4, 100), sort_kernels=False)
+    assert not rep.all_on_chip
