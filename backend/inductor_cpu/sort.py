@@ -1,4 +1,4 @@
-"""`sort_kernels`: sorts, and what Inductor derives from one (topk, kthvalue, median), as
+"""`sort_kernels`: sorts, and what Inductor derives from one (kthvalue, median), as
 Inductor's own Triton sort kernel where the sorted dimension fits a PE.
 
 Inductor lowers aten.sort to a persistent Triton kernel (ir.Sort: a bitonic network over the
@@ -10,10 +10,14 @@ whose sorted dimension has at most SORT_LIMIT elements and leaves larger ones to
 program sorting 8192 FP32 keys with their indices keeps 336 KB of tiles live, more than the
 allocator can place in a PE's 384 KB.
 
-Sorts are stable here (ties keep their input order, the order eager's CPU sort gives them),
-whatever the call asks: an unstable bitonic network orders ties its own way, and the indices
-would differ from eager's. mode stays with aten: Inductor's sort-based mode returns the last position of the most
-frequent value, eager the position its own algorithm finds, and the two differ.
+Sorts are stable here, whatever the call asks: ties keep their input order, as eager's
+stable=True sort keeps them. An unstable call's indices can still differ from eager's where
+values tie (eager's unstable sort orders ties its own way); the values never differ. mode and
+topk stay with aten: Inductor's sort-based mode returns the last position of the most frequent
+value, eager the position its own algorithm finds; topk's choice among equal values is eager's
+selection algorithm's own, and a model that routes on it (the MoE's top-2 experts, T3) then
+picks another expert where two router scores tie, so its output differs from eager's by far
+more than rounding.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ def _ops() -> dict[Any, Callable[[tuple, dict], Any]]:
 
     def arg(i: int, default: Any = -1) -> Callable[[tuple, dict], Any]:
         return lambda args, kwargs: kwargs.get("dim", args[i] if len(args) > i else default)
-    return {aten.sort.default: arg(1), aten.sort.stable: arg(99), aten.topk.default: arg(2),
+    return {aten.sort.default: arg(1), aten.sort.stable: arg(99),
             aten.kthvalue.default: arg(2), aten.median.dim: arg(1),
             aten.median.default: lambda args, kwargs: None}
 
