@@ -11,6 +11,14 @@ from study import opinfo
 opinfo.configure()
 
 
+@pytest.fixture(autouse=True)
+def _t4_settings():
+    """T4's Inductor settings before every test: a test of the study's Inductor path that ran
+    earlier in this worker (tests/study/conftest.py `chip_aware_inductor`) uninstalls the
+    rewrites T4 installs (host_op_lowerings, sort_kernels, special_functions)."""
+    opinfo.configure()
+
+
 def _op(name: str, variant: str = ""):
     for op in opinfo.load_op_db():
         if op.name == name and (op.variant_test_name or "") == variant:
