@@ -117,7 +117,7 @@ for ax, regime in zip(axes[0], regimes):
         same_gm, same_n = vs_triton_same_kernels(d)
         vs = "" if impl == "triton" else (f"\n  plain Triton on them: {geomean(same.speedup):.3f}x;"
                                           f"\n  {same_gm:.3f}x Triton's speed on the same {same_n} kernels")
-        ax.text(0.02, 0.995 - 0.065 * impls.index(impl), f"{impl}: geomean {gm:.3f}x, {len(d)} kernels, "
+        ax.text(0.02, 0.995 - 0.065 * impls.index(impl), f"{impl}: geomean {gm:.4f}x, {len(d)} kernels, "
                 f"{n_wl} workloads{vs}", transform=ax.transAxes, va="top", fontsize=7, color=PALETTE[impl],
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
     ax.axvline(1.0, color="black", lw=1)

@@ -88,7 +88,8 @@ def _cell(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.0f}"
+        # four significant digits: with three a ratio of 0.9996 printed as "1", a target met
+        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
     return str(v)
 
 
