@@ -100,6 +100,11 @@ def configure(cache_dir: str | None = None) -> None:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_dir, "inductor"))
     import torch
     import torch._inductor.config as ic
+    if not cache_dir:
+        # no folder of this setting's own: Inductor's graph cache does not key on the switches
+        # (the decompositions and lowerings they install), so a graph cached under another
+        # setting would be reused
+        ic.fx_graph_cache = False
     torch.set_num_threads(1)
     ic.cpu_backend = "triton"
     ic.compile_threads = 1
@@ -354,7 +359,9 @@ def main(argv: Iterable[str] | None = None) -> int:
 
     from study.provenance import source_fingerprint, versions
     sha = source_fingerprint()
-    configure(a.cache_dir or f"/tmp/opinfo_cache/{sha}")
+    # Inductor's graph cache does not key on the switches (MTIA_INDUCTOR): one folder per setting
+    env = os.environ.get("MTIA_INDUCTOR", "").replace(",", "_").replace("=", "-") or "default"
+    configure(a.cache_dir or f"/tmp/opinfo_cache/{sha}/{env}")
     import torch
     dtypes = [getattr(torch, d.strip()) for d in a.dtypes.split(",") if d.strip()]
     if a.bf16 and torch.bfloat16 not in dtypes:

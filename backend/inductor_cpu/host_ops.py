@@ -2,7 +2,9 @@
 
 Inductor has no lowering for histc, index_reduce (prod / amin / amax), segment_reduce,
 _cdist_forward, _pdist_forward and addbmm: torch/_inductor/lowering.py registers them with
-`make_fallback`, so on this path they run on the host. With the switch on, an entry of
+`make_fallback`, so on this path they run on the host. scatter_reduce prod / mean / amax /
+amin and scatter with reduce='multiply' it lowers to ScatterFallback (aten on the host: it has
+atomic adds only), and a GEMM with an empty dimension its templates leave to aten's mm. With the switch on, an entry of
 Inductor's decomposition table (`torch._inductor.decomposition.decompositions`, applied while
 AOTAutograd traces the graph, before lowering) rewrites each call on the cpu -> MTIA path into
 ops that Inductor does lower to Triton (pointwise, reductions, bucketize, index_put with
@@ -34,6 +36,17 @@ How each op is rewritten, and what that costs against the aten kernel:
   (|a|^2 + |b|^2 - 2 a.b, one mm, clamped at 1e-30 before the root), with aten's rounding.
 - `_pdist_forward`: the row pairs i < j of the upper triangle are computed from the output
   position (a square root and an exact integer correction), gathered, and reduced as in cdist.
+- `scatter_reduce` prod / mean / amax / amin (include_self either way) and `scatter` with
+  reduce='multiply' (tensor or scalar src): the masked form of index_reduce over the region
+  the index covers, each target position along `dim` reducing the src elements whose index
+  names it (mean: the sum over the count, self counted once with include_self), padded back
+  into self where the index is smaller. Same DENSE_LIMIT (target positions x index
+  elements); an out-of-range index fails with a device assertion. An empty index returns a
+  copy of self.
+- `mm`, `addmm`, `bmm` with an empty dimension: K = 0 gives zeros (addmm: beta * self, self
+  ignored for beta = 0), M or N = 0 an empty result; a pointwise kernel or none, where
+  Inductor's GEMM templates leave the call to aten's mm on the host. Non-empty GEMMs are
+  untouched.
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
   beta * self + alpha * product as pointwise code (self ignored for beta = 0, as aten does).
   The mm is Inductor's like any other (a GEMM template or the expert GEMM); not addmm, which
@@ -322,6 +335,94 @@ def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, a
     return red
 
 
+# ----------------------------------------------------------------------------- scatter_reduce
+
+def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """scatter_reduce prod / mean / amax / amin (Inductor lowers sum itself, through atomic
+    adds) as the masked form of index_reduce: each target position along `dim` reduces the
+    src elements whose index names it, over the index's extent along `dim`."""
+    import torch
+    if reduce not in ("prod", "mean", "amax", "amin") or not self.dtype.is_floating_point \
+            or not (self.dim() == index.dim() == src.dim()):
+        return NotImplemented
+    if index.numel() == 0:
+        return self.clone()
+    if self.dim() == 0:  # a scalar is its one-element vector
+        return _scatter_reduce(self.reshape(1), 0, index.reshape(1), src.reshape(1), reduce,
+                               include_self=include_self).reshape(())
+    dim = dim % self.dim()
+    n = self.shape[dim]
+    if n * index.numel() > DENSE_LIMIT:
+        return NotImplemented
+    # the region the index covers: its own extent in every dim but `dim`, all of self's along it
+    region = [slice(0, index.shape[j]) if j != dim else slice(None) for j in range(self.dim())]
+    s = self[tuple(region)].movedim(dim, -1)                                  # (..., n)
+    x = src[tuple(slice(0, m) for m in index.shape)].movedim(dim, -1)          # (..., k)
+    idx = index.movedim(dim, -1).to(torch.int64)                               # (..., k)
+    torch._assert_async(((idx >= 0) & (idx < n)).all(), "scatter_reduce: index out of range")
+    pos = torch.arange(n, dtype=torch.int64, device=self.device).unsqueeze(-1)
+    hit = idx.unsqueeze(-2) == pos                                             # (..., n, k)
+    count = hit.sum(-1)                                                        # (..., n)
+    red = _masked_reduce(x.unsqueeze(-2), hit, reduce, -1)                     # (..., n)
+    if reduce == "mean":
+        total = red + s if include_self else red
+        div = (count + 1 if include_self else count.clamp(min=1)).to(red.dtype)
+        red = total / div
+    elif include_self:
+        red = _combine(s, red, reduce)
+    out = torch.where(count > 0, red, s).movedim(-1, dim)
+    if out.shape == self.shape:
+        return out
+    # back into self: padded out to self's shape, self wherever the index does not reach
+    pad = []
+    for j in reversed(range(self.dim())):
+        pad += [0, self.shape[j] - out.shape[j]]
+    inside = torch.ones(out.shape, dtype=torch.bool, device=self.device)
+    return torch.where(torch.constant_pad_nd(inside, pad, False), torch.constant_pad_nd(out, pad, 0.0), self)
+
+
+def _scatter_multiply(self, dim, index, src, *, reduce):
+    """scatter(..., reduce='multiply') (a tensor or a scalar src): scatter_reduce's prod with self."""
+    import torch
+    if reduce != "multiply":
+        return NotImplemented
+    if not isinstance(src, torch.Tensor):
+        src = torch.full(index.shape, src, dtype=self.dtype, device=self.device)
+    return _scatter_reduce(self, dim, index, src, "prod", include_self=True)
+
+
+# ----------------------------------------------------------------------------- GEMMs on empty operands
+
+def _empty_product(m: int, n: int, k: int, like, self=None, beta=1):
+    """The product of an empty contraction (k == 0: zeros; with addmm's self, beta * self) or an
+    empty result (m or n == 0), which Inductor's GEMM templates leave to aten's mm; None when
+    the GEMM is not empty."""
+    import torch
+    if m and n and k:
+        return None
+    out = torch.zeros((m, n), dtype=like.dtype, device=like.device)
+    if self is not None and beta != 0 and m and n:
+        out = out + (self * beta if beta != 1 else self)
+    return out
+
+
+def _mm(a, b):
+    out = _empty_product(a.shape[0], b.shape[1], a.shape[1], a)
+    return NotImplemented if out is None else out
+
+
+def _addmm(self, a, b, *, beta=1, alpha=1):
+    out = _empty_product(a.shape[0], b.shape[1], a.shape[1], a, self, beta)
+    return NotImplemented if out is None else out
+
+
+def _bmm(a, b):
+    if a.shape[0] and _empty_product(a.shape[1], b.shape[2], a.shape[2], a) is None:
+        return NotImplemented
+    import torch
+    return torch.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
+
+
 def _register_all() -> None:
     import torch
     aten = torch.ops.aten
@@ -331,6 +432,12 @@ def _register_all() -> None:
     _register(aten.histc.default)(_histc)
     _register(aten.index_reduce.default)(_index_reduce)
     _register(aten.segment_reduce.default)(_segment_reduce)
+    _register(aten.scatter_reduce.two)(_scatter_reduce)
+    _register(aten.scatter.reduce)(_scatter_multiply)
+    _register(aten.scatter.value_reduce)(_scatter_multiply)
+    _register(aten.mm.default)(_mm)
+    _register(aten.addmm.default)(_addmm)
+    _register(aten.bmm.default)(_bmm)
 
 
 _register_all()

@@ -1,5 +1,6 @@
 """Switch `host_op_lowerings` (backend/inductor_cpu/host_ops.py): ops Inductor leaves to aten on
-the host (histc, index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm) compile
+the host (histc, index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm,
+scatter_reduce prod / mean / amax / amin, scatter multiply, GEMMs with an empty dimension) compile
 to Triton kernels on the simulated chip, with no aten op left on the host, and match eager."""
 from __future__ import annotations
 
@@ -109,3 +110,48 @@ def test_addbmm_scaled_and_with_beta_zero() -> None:
     _on_chip(lambda s, a, b: torch.addbmm(s, a, b, beta=0.6, alpha=0.2), torch.randn(5, 10), a, b)
     s = torch.full((5, 10), math.nan)  # beta = 0: self is not read
     _on_chip(lambda s, a, b: torch.addbmm(s, a, b, beta=0), s, a, b)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_every_reduction_on_the_chip(reduce: str, include_self: bool) -> None:
+    torch.manual_seed(1)
+    # dim 1 of a 2-D self, an index smaller than self and src in the other dim (self's rows past
+    # it untouched), repeated targets and untouched positions
+    self_, src = torch.randn(4, 6), torch.randn(5, 7)
+    index = torch.tensor([[0, 0, 5, 2], [1, 1, 1, 1], [3, 5, 3, 0]])
+    _on_chip(lambda s, i, x: s.scatter_reduce(1, i, x, reduce, include_self=include_self), self_, index, src)
+    # dim 0, a 3-D case, and bf16
+    s3, x3 = torch.randn(3, 4, 2), torch.randn(5, 4, 2)
+    i3 = torch.randint(0, 3, (5, 3, 2))
+    _on_chip(lambda s, i, x: s.scatter_reduce(0, i, x, reduce, include_self=include_self), s3, i3, x3)
+    _on_chip(lambda s, i, x: s.scatter_reduce(0, i, x, reduce, include_self=include_self),
+             s3.bfloat16(), i3, x3.bfloat16(), rtol=1e-2, atol=1e-2)
+
+
+def test_scatter_multiply_and_an_empty_index_on_the_chip() -> None:
+    torch.manual_seed(2)
+    s, x = torch.randn(3, 5), torch.randn(3, 5)
+    i = torch.tensor([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]])
+    _on_chip(lambda a, b, c: a.scatter(0, b, c, reduce="multiply"), s, i, x)
+    _on_chip(lambda a, b: a.scatter(0, b, 2.5, reduce="multiply"), s, i)
+    # an empty index leaves self as it is: one copy on the chip
+    _on_chip(lambda a, b, c: a.scatter_reduce(0, b, c, "amax"), s, torch.zeros(0, 5, dtype=torch.int64), x)
+
+
+def test_gemms_on_empty_operands_on_the_chip() -> None:
+    # K = 0: the product is zeros (addmm: beta * self); M or N = 0: an empty result. Inductor's
+    # GEMM templates leave these to aten's mm on the host
+    a, b = torch.randn(5, 0), torch.randn(0, 10)
+    _on_chip(lambda x, y: x @ y, a, b)
+    _on_chip(lambda c, x, y: torch.addmm(c, x, y, beta=0.5), torch.randn(10), a, b)
+    _on_chip(lambda x, y: torch.bmm(x, y), torch.randn(2, 3, 0), torch.randn(2, 0, 4))
+    # M = 0: nothing to compute, and nothing left on the host
+    from study.compile_mtia import compile_for_mtia
+    for fn, args in [(lambda x, y: x @ y, (torch.randn(0, 5), torch.randn(5, 10))),
+                     (lambda x, w, c: torch.nn.functional.linear(x, w, c), (torch.randn(0, 3), torch.randn(4, 3), torch.randn(4)))]:
+        torch._dynamo.reset()
+        compiled, rep = compile_for_mtia(fn, *args)
+        assert rep.all_on_chip, rep.report()
+        out = compiled(*args)
+        assert out.shape == fn(*args).shape and out.numel() == 0
