@@ -73,20 +73,20 @@ def _register(*ops: Any) -> Callable:
     return deco
 
 
-def _on_chip(args: tuple, kwargs: dict) -> bool:
+def _on_chip(args: tuple, kwargs: dict, switch: str) -> bool:
     import torch
     import torch._inductor.config as ic
 
     from backend.inductor_cpu import options
-    if ic.cpu_backend != "triton" or not options.enabled("host_op_lowerings"):
+    if ic.cpu_backend != "triton" or not options.enabled(switch):
         return False
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
     return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
 
 
-def _wrap(op: Any, fn: Callable, original: Callable | None) -> Callable:
+def _wrap(fn: Callable, original: Callable | None, switch: str) -> Callable:
     def decomposition(*args: Any, **kwargs: Any) -> Any:
-        if _on_chip(args, kwargs):
+        if _on_chip(args, kwargs, switch):
             out = fn(*args, **kwargs)
             if out is not NotImplemented:
                 return out
@@ -103,27 +103,37 @@ def _refresh_tables() -> None:
     D.fast_random_decomps.cache_clear()
 
 
-def install() -> None:
-    """Add the rewrites to Inductor's decomposition table (idempotent)."""
+def install_decompositions(decomps: dict[Any, Callable], originals: dict[Any, Callable | None], switch: str) -> None:
+    """Add `decomps` to Inductor's decomposition table, each applied on the cpu -> MTIA path
+    while `switch` is on (idempotent); `originals` keeps what they replaced."""
     from torch._inductor import decomposition as D
-    for op, fn in _DECOMPS.items():
+    for op, fn in decomps.items():
         current = D.decompositions.get(op)
         if current is not None and hasattr(current, "mtia_original"):
             continue
-        _ORIGINAL[op] = current
-        D.decompositions[op] = _wrap(op, fn, current)
+        originals[op] = current
+        D.decompositions[op] = _wrap(fn, current, switch)
     _refresh_tables()
 
 
-def uninstall() -> None:
+def uninstall_decompositions(originals: dict[Any, Callable | None]) -> None:
     from torch._inductor import decomposition as D
-    for op, original in _ORIGINAL.items():
+    for op, original in originals.items():
         if original is None:
             D.decompositions.pop(op, None)
         else:
             D.decompositions[op] = original
-    _ORIGINAL.clear()
+    originals.clear()
     _refresh_tables()
+
+
+def install() -> None:
+    """Add the rewrites to Inductor's decomposition table (idempotent)."""
+    install_decompositions(_DECOMPS, _ORIGINAL, "host_op_lowerings")
+
+
+def uninstall() -> None:
+    uninstall_decompositions(_ORIGINAL)
 
 
 def _aten() -> Any:

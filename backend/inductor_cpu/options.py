@@ -66,10 +66,10 @@ Each enhancement can be turned off alone, to measure what it buys:
   Inductor's decomposition table, into ops it lowers to Triton: pointwise bin indices and
   index_put with accumulation (Triton atomics), masked reductions, broadcast-and-reduce
   distances, one mm (host_ops.py, which lists each rewrite's cost and limits).
-- `sort_kernels`: sort / argsort / msort, kthvalue and median run as Inductor's own
+- `sort_kernels`: sort / argsort / msort, kthvalue, median and nanmedian run as Inductor's own
   Triton sort kernel (a bitonic network in one program) when the sorted dimension fits a PE
   (up to sort.SORT_LIMIT elements), where Inductor sorts in Triton only up to 512 and leaves
-  the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; sort.py).
+  the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; median and nanmedian as a sort and a gather that keep eager's NaN rules; sort.py).
 
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.

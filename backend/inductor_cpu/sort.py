@@ -1,5 +1,10 @@
-"""`sort_kernels`: sorts, and what Inductor derives from one (kthvalue, median), as
+"""`sort_kernels`: sorts, and what is derived from one (kthvalue, median, nanmedian), as
 Inductor's own Triton sort kernel where the sorted dimension fits a PE.
+
+median and nanmedian are decompositions of this module's own (a stable sort, the row's count
+of numbers, one gather: `_median`), not Inductor's median, which gives a row holding a NaN a
+number for its median where eager gives NaN. An all-NaN row's nanmedian is NaN at index 0
+here; eager's index there is its selection algorithm's own (2 for 4 elements, 5 for 7).
 
 Inductor lowers aten.sort to a persistent Triton kernel (ir.Sort: a bitonic network over the
 whole sorted dimension inside one program) only up to 512 elements, and sends topk, kthvalue
@@ -36,9 +41,7 @@ def _ops() -> dict[Any, Callable[[tuple, dict], Any]]:
 
     def arg(i: int, default: Any = -1) -> Callable[[tuple, dict], Any]:
         return lambda args, kwargs: kwargs.get("dim", args[i] if len(args) > i else default)
-    return {aten.sort.default: arg(1), aten.sort.stable: arg(99),
-            aten.kthvalue.default: arg(2), aten.median.dim: arg(1),
-            aten.median.default: lambda args, kwargs: None}
+    return {aten.sort.default: arg(1), aten.sort.stable: arg(99), aten.kthvalue.default: arg(2)}
 
 
 def _fits(x: Any, dim: Any) -> bool:
@@ -75,9 +78,62 @@ def _chip_lowering(op: Any, where: Callable[[tuple, dict], Any], original: Calla
     return lowering
 
 
+def _median(x, dim=None, keepdim=False, *, ignore_nan=False):
+    """median / nanmedian as a stable sort and one gather. Inductor's own median (its
+    decompose_sort_ops) takes the middle of the sorted row, NaNs sorted last: a row holding a
+    NaN then has a number for its median where eager's is NaN. Here the position is taken
+    from the row's count of numbers c out of n: median NaN at the first NaN (position c of
+    the stable sort, eager's index) when c < n, else (n - 1) // 2; nanmedian (c - 1) // 2, 0
+    for an all-NaN row (NaN at index 0, as eager)."""
+    import torch
+    whole = dim is None
+    if whole:
+        x, dim = x.reshape(-1), 0
+    if x.dim() == 0 or not (x.dtype.is_floating_point and 0 < x.shape[dim % x.dim()] <= SORT_LIMIT):
+        return NotImplemented
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    values, indices = torch.sort(x, dim=dim, stable=True)
+    count = (~torch.isnan(x)).sum(dim, keepdim=True)
+    k = ((count - 1) // 2).clamp(min=0) if ignore_nan else torch.where(count < n, count, (n - 1) // 2)
+    v, i = values.gather(dim, k), indices.gather(dim, k)
+    if whole:
+        return v.reshape(())
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def _median_dim(x, dim=-1, keepdim=False):
+    return _median(x, dim, keepdim)
+
+
+def _nanmedian_dim(x, dim=-1, keepdim=False):
+    return _median(x, dim, keepdim, ignore_nan=True)
+
+
+def _median_all(x):
+    return _median(x)
+
+
+def _nanmedian_all(x):
+    return _median(x, ignore_nan=True)
+
+
+_DECOMP_ORIGINAL: dict[Any, Any] = {}
+
+
+def _decomps() -> dict[Any, Callable]:
+    import torch
+    aten = torch.ops.aten
+    return {aten.median.dim: _median_dim, aten.median.default: _median_all,
+            aten.nanmedian.dim: _nanmedian_dim, aten.nanmedian.default: _nanmedian_all}
+
+
 def install() -> None:
-    """Wrap the lowerings of the sort ops (idempotent)."""
+    """Wrap the lowerings of the sort ops and add the median decompositions (idempotent)."""
     from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import host_ops
+    host_ops.install_decompositions(_decomps(), _DECOMP_ORIGINAL, "sort_kernels")
     for op, where in _ops().items():
         current = L.lowerings.get(op)
         if current is None or hasattr(current, "mtia_original"):
@@ -88,6 +144,9 @@ def install() -> None:
 
 def uninstall() -> None:
     from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import host_ops
+    host_ops.uninstall_decompositions(_DECOMP_ORIGINAL)
     for op, original in _ORIGINAL.items():
         L.lowerings[op] = original
     _ORIGINAL.clear()

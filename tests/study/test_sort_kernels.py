@@ -49,3 +49,26 @@ def test_what_stays_with_aten() -> None:
     assert not rep.all_on_chip
     _, rep = _compiled(lambda a: torch.topk(a, 3, dim=-1), torch.randn(4, 100))
     assert not rep.all_on_chip  # topk's choice among ties is eager's own: left to aten
+
+
+def test_median_and_nanmedian_with_nans_ties_and_keepdim() -> None:
+    # median: a row with a NaN has median NaN at the first NaN's position (eager); nanmedian:
+    # the lower median of the row's numbers; an all-NaN row's nanmedian is NaN, at an index
+    # that is eager's selection algorithm's own (0 for 3 elements, 2 for 4, 5 for 7): not compared
+    nan = float("nan")
+    x = torch.tensor([[nan, nan, nan, nan], [1.0, nan, 2.0, 0.5], [3.0, 3.0, 1.0, 3.0],
+                      [2.0, nan, nan, 7.0], [4.0, 2.0, 2.0, 9.0]])
+    for fn, dim, nan_median in ((torch.median, 1, False), (torch.nanmedian, 1, True),
+                                (torch.median, 0, False), (torch.nanmedian, 0, True)):
+        f = lambda a, fn=fn, dim=dim: fn(a, dim, keepdim=dim == 0)  # noqa: E731
+        compiled, rep = _compiled(f, x)
+        assert rep.kernels and rep.all_on_chip, rep.report()
+        got, want = compiled(x), f(x)
+        torch.testing.assert_close(got.values, want.values, equal_nan=True)
+        compared = ~torch.isnan(x).all(dim, keepdim=dim == 0) if nan_median else torch.ones_like(want.indices, dtype=torch.bool)
+        assert compared.sum() >= 4 and torch.equal(got.indices[compared], want.indices[compared]), (got, want)
+    for fn in (torch.median, torch.nanmedian):
+        for a in (x, x[2:], torch.tensor([nan, nan])):
+            compiled, rep = _compiled(fn, a)
+            assert rep.all_on_chip, rep.report()
+            torch.testing.assert_close(compiled(a), fn(a), equal_nan=True)
