@@ -40,8 +40,10 @@ How each op is rewritten, and what that costs against the aten kernel:
   reduce='multiply' (tensor or scalar src): the masked form of index_reduce over the region
   the index covers, each target position along `dim` reducing the src elements whose index
   names it (mean: the sum over the count, self counted once with include_self), padded back
-  into self where the index is smaller. Same DENSE_LIMIT (target positions x index
-  elements); an out-of-range index fails with a device assertion. An empty index returns a
+  into self where the index is smaller. Only up to SCATTER_DENSE_LIMIT (target positions x
+  index elements: 64K), far below DENSE_LIMIT: the T3 jagged block's segment max (250K) runs
+  10x slower in this form than the whole model's other kernels, so it stays on the host; an
+  out-of-range index fails with a device assertion. An empty index returns a
   copy of self.
 - `mm`, `addmm`, `bmm` with an empty dimension: K = 0 gives zeros (addmm: beta * self, self
   ignored for beta = 0), M or N = 0 an empty result; a pointwise kernel or none, where
@@ -60,6 +62,12 @@ from typing import Any, Callable
 # largest (positions x index length x row) compare count of the masked reductions
 # (index_reduce, segment_reduce); beyond it the quadratic form costs more than the host call
 DENSE_LIMIT = 1 << 22
+# scatter_reduce's (target positions x index elements): the dense form of a segment max is a
+# poor kernel on this chip (the T3 jagged block's, 64 x 3918 = 250k compares fused into one
+# program, simulated 128k cycles, where the host call is a 0.2 us roofline estimate), so only
+# small calls take it; a segment-aware lowering (sorted segments, as the jagged kernels) is what
+# larger ones need
+SCATTER_DENSE_LIMIT = 1 << 16
 
 _DECOMPS: dict[Any, Callable] = {}
 _ORIGINAL: dict[Any, Callable | None] = {}
@@ -362,7 +370,7 @@ def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
                                include_self=include_self).reshape(())
     dim = dim % self.dim()
     n = self.shape[dim]
-    if n * index.numel() > DENSE_LIMIT:
+    if n * index.numel() > SCATTER_DENSE_LIMIT:
         return NotImplemented
     # the region the index covers: its own extent in every dim but `dim`, all of self's along it
     region = [slice(0, index.shape[j]) if j != dim else slice(None) for j in range(self.dim())]
