@@ -444,18 +444,14 @@ def _bmm(a, b):
 def _register_all() -> None:
     import torch
     aten = torch.ops.aten
-    _register(aten.addbmm.default)(_addbmm)
-    _register(aten._cdist_forward.default)(_cdist_forward)
-    _register(aten._pdist_forward.default)(_pdist_forward)
-    _register(aten.histc.default)(_histc)
-    _register(aten.index_reduce.default)(_index_reduce)
-    _register(aten.segment_reduce.default)(_segment_reduce)
-    _register(aten.scatter_reduce.two)(_scatter_reduce)
-    _register(aten.scatter.reduce)(_scatter_multiply)
-    _register(aten.scatter.value_reduce)(_scatter_multiply)
-    _register(aten.mm.default)(_mm)
-    _register(aten.addmm.default)(_addmm)
-    _register(aten.bmm.default)(_bmm)
+    table = {aten.addbmm.default: _addbmm, aten._cdist_forward.default: _cdist_forward,
+             aten._pdist_forward.default: _pdist_forward, aten.histc.default: _histc,
+             aten.index_reduce.default: _index_reduce, aten.segment_reduce.default: _segment_reduce,
+             aten.scatter_reduce.two: _scatter_reduce, aten.scatter.reduce: _scatter_multiply,
+             aten.scatter.value_reduce: _scatter_multiply,
+             aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm}
+    for op, fn in table.items():
+        _register(op)(fn)
 
 
 _register_all()
