@@ -89,7 +89,9 @@ def _median(x, dim=None, keepdim=False, *, ignore_nan=False):
     whole = dim is None
     if whole:
         x, dim = x.reshape(-1), 0
-    if x.dim() == 0 or not (x.dtype.is_floating_point and 0 < x.shape[dim % x.dim()] <= SORT_LIMIT):
+    if x.dim() == 0:  # a scalar is its own median, at index 0, NaN or not
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    if not (x.dtype.is_floating_point and 0 < x.shape[dim % x.dim()] <= SORT_LIMIT):
         return NotImplemented
     dim = dim % x.dim()
     n = x.shape[dim]

@@ -67,6 +67,14 @@ def test_median_and_nanmedian_with_nans_ties_and_keepdim() -> None:
         torch.testing.assert_close(got.values, want.values, equal_nan=True)
         compared = ~torch.isnan(x).all(dim, keepdim=dim == 0) if nan_median else torch.ones_like(want.indices, dtype=torch.bool)
         assert compared.sum() >= 4 and torch.equal(got.indices[compared], want.indices[compared]), (got, want)
+    for fn in (torch.median, torch.nanmedian):  # a scalar, with a dim
+        for a in (torch.tensor(1.5), torch.tensor(nan)):
+            f = lambda t, fn=fn: fn(t, 0, keepdim=True)  # noqa: E731
+            compiled, rep = _compiled(f, a)
+            assert rep.all_on_chip, rep.report()
+            got, want = compiled(a), f(a)
+            torch.testing.assert_close(got.values, want.values, equal_nan=True)
+            assert torch.equal(got.indices, want.indices)
     for fn in (torch.median, torch.nanmedian):
         for a in (x, x[2:], torch.tensor([nan, nan])):
             compiled, rep = _compiled(fn, a)
