@@ -49,6 +49,9 @@ How each op is rewritten, and what that costs against the aten kernel:
   ignored for beta = 0), M or N = 0 an empty result; a pointwise kernel or none, where
   Inductor's GEMM templates leave the call to aten's mm on the host. Non-empty GEMMs are
   untouched.
+- `_trilinear` (nn.functional.bilinear): the three inputs unsqueezed at their expand dims,
+  multiplied and summed, one reduction kernel where aten takes two matrix products; the
+  broadcast product is never stored.
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
   beta * self + alpha * product as pointwise code (self ignored for beta = 0, as aten does).
   The mm is Inductor's like any other (a GEMM template or the expert GEMM); not addmm, which
@@ -409,6 +412,23 @@ def _scatter_multiply(self, dim, index, src, *, reduce):
     return _scatter_reduce(self, dim, index, src, "prod", include_self=True)
 
 
+# ----------------------------------------------------------------------------- _trilinear
+
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """bilinear's core: the three inputs, each unsqueezed at its expand dims (positions in the
+    result's rank), multiplied and summed over `sumdim`: one broadcast reduction, which
+    Inductor fuses into a reduction kernel (aten contracts with two matrix products)."""
+    a, b, c = i1, i2, i3
+    for d in sorted(expand1):
+        a = a.unsqueeze(d)
+    for d in sorted(expand2):
+        b = b.unsqueeze(d)
+    for d in sorted(expand3):
+        c = c.unsqueeze(d)
+    prod = a * b * c
+    return prod.sum(list(sumdim)) if len(sumdim) else prod
+
+
 # ----------------------------------------------------------------------------- GEMMs on empty operands
 
 def _empty_product(m: int, n: int, k: int, like, self=None, beta=1):
@@ -449,7 +469,8 @@ def _register_all() -> None:
              aten.index_reduce.default: _index_reduce, aten.segment_reduce.default: _segment_reduce,
              aten.scatter_reduce.two: _scatter_reduce, aten.scatter.reduce: _scatter_multiply,
              aten.scatter.value_reduce: _scatter_multiply,
-             aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm}
+             aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
+             aten._trilinear.default: _trilinear}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -1,6 +1,6 @@
 """Switch `host_op_lowerings` (backend/inductor_cpu/host_ops.py): ops Inductor leaves to aten on
 the host (histc, index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm,
-scatter_reduce prod / mean / amax / amin, scatter multiply, GEMMs with an empty dimension) compile
+scatter_reduce prod / mean / amax / amin, scatter multiply, GEMMs with an empty dimension, bilinear) compile
 to Triton kernels on the simulated chip, with no aten op left on the host, and match eager."""
 from __future__ import annotations
 
@@ -155,3 +155,12 @@ def test_gemms_on_empty_operands_on_the_chip() -> None:
         assert rep.all_on_chip, rep.report()
         out = compiled(*args)
         assert out.shape == fn(*args).shape and out.numel() == 0
+
+
+def test_bilinear_on_the_chip() -> None:
+    torch.manual_seed(3)
+    w, bias = torch.randn(4, 3, 6), torch.randn(4)
+    _on_chip(lambda x, y: torch.nn.functional.bilinear(x, y, w, bias), torch.randn(5, 3), torch.randn(5, 6))
+    _on_chip(lambda x, y: torch.nn.functional.bilinear(x, y, w), torch.randn(2, 5, 3), torch.randn(2, 5, 6))
+    _on_chip(lambda x, y: torch.nn.functional.bilinear(x, y, w.bfloat16()), torch.randn(5, 3).bfloat16(),
+             torch.randn(5, 6).bfloat16(), rtol=2e-2, atol=2e-2)
