@@ -4,7 +4,8 @@ Inductor has no lowering for histc, index_reduce (prod / amin / amax), segment_r
 _cdist_forward, _pdist_forward and addbmm: torch/_inductor/lowering.py registers them with
 `make_fallback`, so on this path they run on the host. scatter_reduce prod / mean / amax /
 amin and scatter with reduce='multiply' it lowers to ScatterFallback (aten on the host: it has
-atomic adds only), and a GEMM with an empty dimension its templates leave to aten's mm. With the switch on, an entry of
+atomic adds only), a GEMM with an empty dimension its templates leave to aten's mm, and
+convolutions and bilinear's aten._trilinear go to aten (extern_kernels.convolution). With the switch on, an entry of
 Inductor's decomposition table (`torch._inductor.decomposition.decompositions`, applied while
 AOTAutograd traces the graph, before lowering) rewrites each call on the cpu -> MTIA path into
 ops that Inductor does lower to Triton (pointwise, reductions, bucketize, index_put with
@@ -49,6 +50,11 @@ How each op is rewritten, and what that costs against the aten kernel:
   ignored for beta = 0), M or N = 0 an empty result; a pointwise kernel or none, where
   Inductor's GEMM templates leave the call to aten's mm on the host. Non-empty GEMMs are
   untouched.
+- `convolution` (1-, 2-, 3-D, not transposed; stride, padding, dilation, groups): patches
+  (padding, then one unfold per spatial dim, every dilation-th tap) and one batched GEMM over
+  the groups, compiled like any matmul, plus the bias. The GEMM reads the patches through a
+  view: a tap's input is loaded once per output position it serves (k-fold, where a direct
+  convolution kernel would reuse it from local memory). Transposed convolutions stay on the host.
 - `_trilinear` (nn.functional.bilinear): the three inputs unsqueezed at their expand dims,
   multiplied and summed, one reduction kernel where aten takes two matrix products; the
   broadcast product is never stored.
@@ -429,6 +435,50 @@ def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
     return prod.sum(list(sumdim)) if len(sumdim) else prod
 
 
+# ----------------------------------------------------------------------------- convolution
+
+def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A 1-, 2- or 3-D convolution (not transposed) as patches and one GEMM: the input padded,
+    each spatial dim unfolded into its windows (every dilation-th element of a window of
+    dilation * (k - 1) + 1), and (N, groups, positions, C/g * taps) @ (groups, C/g * taps, O/g),
+    which Inductor compiles like any matmul (a GEMM template or the expert GEMM), plus the bias.
+    The patches are a view that the GEMM's loads read through (k-fold reuse of the input is not
+    exploited). Inductor leaves aten.convolution to the host (extern_kernels.convolution)."""
+    import torch
+    nd = x.dim() - 2
+    if transposed or nd not in (1, 2, 3) or weight.dim() != nd + 2 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n, c = x.shape[:2]
+    o, cg = weight.shape[:2]
+    taps = list(weight.shape[2:])
+    if c != cg * groups or o % groups or x.numel() == 0 or weight.numel() == 0:
+        return NotImplemented
+    pad = []
+    for p in reversed(padding):
+        pad += [p, p]
+    if any(pad):
+        x = torch.constant_pad_nd(x, pad, 0.0)
+    for d in range(nd):
+        span = dilation[d] * (taps[d] - 1) + 1
+        if x.shape[2 + d] < span:
+            return NotImplemented
+        x = x.unfold(2 + d, span, stride[d])                   # window appended last
+        if dilation[d] > 1:
+            x = x[..., ::dilation[d]]
+    out_sizes = list(x.shape[2:2 + nd])
+    positions = math.prod(out_sizes)
+    # (N, g, C/g, L..., K...) -> (N, g, L..., C/g, K...) -> (N, g, L, C/g * K)
+    x = x.reshape(n, groups, cg, *out_sizes, *taps)
+    perm = [0, 1, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd)]
+    cols = x.permute(perm).reshape(n, groups, positions, cg * math.prod(taps))
+    w = weight.reshape(groups, o // groups, cg * math.prod(taps)).transpose(1, 2)   # (g, CK, O/g)
+    out = torch.matmul(cols, w)                                 # (N, g, L, O/g)
+    out = out.permute(0, 1, 3, 2).reshape(n, o, *out_sizes)
+    if bias is not None:
+        out = out + bias.reshape(1, o, *([1] * nd))
+    return out
+
+
 # ----------------------------------------------------------------------------- GEMMs on empty operands
 
 def _empty_product(m: int, n: int, k: int, like, self=None, beta=1):
@@ -470,7 +520,7 @@ def _register_all() -> None:
              aten.scatter_reduce.two: _scatter_reduce, aten.scatter.reduce: _scatter_multiply,
              aten.scatter.value_reduce: _scatter_multiply,
              aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
-             aten._trilinear.default: _trilinear}
+             aten._trilinear.default: _trilinear, aten.convolution.default: _convolution}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -1,6 +1,6 @@
 """Switch `host_op_lowerings` (backend/inductor_cpu/host_ops.py): ops Inductor leaves to aten on
 the host (histc, index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm,
-scatter_reduce prod / mean / amax / amin, scatter multiply, GEMMs with an empty dimension, bilinear) compile
+scatter_reduce prod / mean / amax / amin, scatter multiply, GEMMs with an empty dimension, bilinear, convolutions) compile
 to Triton kernels on the simulated chip, with no aten op left on the host, and match eager."""
 from __future__ import annotations
 
@@ -164,3 +164,19 @@ def test_bilinear_on_the_chip() -> None:
     _on_chip(lambda x, y: torch.nn.functional.bilinear(x, y, w), torch.randn(2, 5, 3), torch.randn(2, 5, 6))
     _on_chip(lambda x, y: torch.nn.functional.bilinear(x, y, w.bfloat16()), torch.randn(5, 3).bfloat16(),
              torch.randn(5, 6).bfloat16(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_convolutions_as_patches_and_a_gemm_on_the_chip(dims: int) -> None:
+    # stride, padding, dilation, groups, no bias, padding="same", an unbatched input and bf16
+    conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}[dims]
+    torch.manual_seed(4)
+    x = torch.randn(2, 4, *([7] * dims))
+    w = torch.randn(6, 2, *([3] * dims))
+    b = torch.randn(6)
+    _on_chip(lambda a, k, c: conv(a, k, c, stride=2, padding=1, dilation=1, groups=2), x, w, b)
+    _on_chip(lambda a, k: conv(a, k, None, stride=1, padding=2, dilation=2, groups=2), x, w)
+    _on_chip(lambda a, k: conv(a, k, padding="same", groups=2), x, w)
+    _on_chip(lambda a, k, c: conv(a, k, c, groups=2), x[0], w, b)
+    _on_chip(lambda a, k, c: conv(a, k, c, stride=2, groups=2), x.bfloat16(), w.bfloat16(), b.bfloat16(),
+             rtol=2e-2, atol=5e-2)
