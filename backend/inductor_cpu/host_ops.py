@@ -311,16 +311,28 @@ def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
     rest = self.numel() // n if n else 0
     if k == 0 or n * k * rest > DENSE_LIMIT:
         return NotImplemented
-    s = self.movedim(dim, -1)                                     # (..., n)
-    src = source.movedim(dim, -1)                                 # (..., k)
     idx = index.reshape(-1).to(torch.int64)
     torch._assert_async(((idx >= 0) & (idx < n)).all(), "index_reduce: index out of range")
-    pos = torch.arange(n, dtype=torch.int64, device=self.device)
-    hit = idx.unsqueeze(0) == pos.unsqueeze(1)                    # (n, k)
-    red = _masked_reduce(src.unsqueeze(-2), hit, reduce, -1)      # (..., n)
-    any_hit = hit.any(-1)
-    out = torch.where(any_hit, _combine(s, red, reduce) if include_self else red, s)
-    return out.movedim(-1, dim)
+    return _reduce_into(self.movedim(dim, -1), source.movedim(dim, -1), idx, reduce, include_self).movedim(-1, dim)
+
+
+def _reduce_into(s, x, idx, reduce: str, include_self: bool):
+    """The masked form of a scatter with a reduction: each of the n positions of `s` (..., n)
+    reduces the elements of `x` (..., k) whose index in `idx` (broadcast to x) names it, and
+    combines them with its own value (include_self) or takes their reduction alone; positions
+    no index names keep `s`. mean: the sum over the count, `s` counted once with include_self."""
+    import torch
+    n = s.shape[-1]
+    pos = torch.arange(n, dtype=torch.int64, device=s.device).unsqueeze(-1)
+    hit = idx.unsqueeze(-2) == pos                                # (..., n, k)
+    count = hit.sum(-1)                                           # (..., n)
+    red = _masked_reduce(x.unsqueeze(-2), hit, reduce, -1)        # (..., n)
+    if reduce == "mean":
+        total = red + s if include_self else red
+        red = total / (count + 1 if include_self else count.clamp(min=1)).to(red.dtype)
+    elif include_self:
+        red = _combine(s, red, reduce)
+    return torch.where(count > 0, red, s)
 
 
 def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
@@ -387,17 +399,7 @@ def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
     x = src[tuple(slice(0, m) for m in index.shape)].movedim(dim, -1)          # (..., k)
     idx = index.movedim(dim, -1).to(torch.int64)                               # (..., k)
     torch._assert_async(((idx >= 0) & (idx < n)).all(), "scatter_reduce: index out of range")
-    pos = torch.arange(n, dtype=torch.int64, device=self.device).unsqueeze(-1)
-    hit = idx.unsqueeze(-2) == pos                                             # (..., n, k)
-    count = hit.sum(-1)                                                        # (..., n)
-    red = _masked_reduce(x.unsqueeze(-2), hit, reduce, -1)                     # (..., n)
-    if reduce == "mean":
-        total = red + s if include_self else red
-        div = (count + 1 if include_self else count.clamp(min=1)).to(red.dtype)
-        red = total / div
-    elif include_self:
-        red = _combine(s, red, reduce)
-    out = torch.where(count > 0, red, s).movedim(-1, dim)
+    out = _reduce_into(s, x, idx, reduce, include_self).movedim(-1, dim)
     if out.shape == self.shape:
         return out
     # back into self: padded out to self's shape, self wherever the index does not reach
@@ -424,14 +426,11 @@ def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
     """bilinear's core: the three inputs, each unsqueezed at its expand dims (positions in the
     result's rank), multiplied and summed over `sumdim`: one broadcast reduction, which
     Inductor fuses into a reduction kernel (aten contracts with two matrix products)."""
-    a, b, c = i1, i2, i3
-    for d in sorted(expand1):
-        a = a.unsqueeze(d)
-    for d in sorted(expand2):
-        b = b.unsqueeze(d)
-    for d in sorted(expand3):
-        c = c.unsqueeze(d)
-    prod = a * b * c
+    def expanded(t, dims):
+        for d in sorted(dims):
+            t = t.unsqueeze(d)
+        return t
+    prod = expanded(i1, expand1) * expanded(i2, expand2) * expanded(i3, expand3)
     return prod.sum(list(sumdim)) if len(sumdim) else prod
 
 
@@ -505,9 +504,9 @@ def _addmm(self, a, b, *, beta=1, alpha=1):
 
 
 def _bmm(a, b):
-    if a.shape[0] and _empty_product(a.shape[1], b.shape[2], a.shape[2], a) is None:
-        return NotImplemented
     import torch
+    if all((*a.shape, b.shape[2])):
+        return NotImplemented
     return torch.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
 
 
