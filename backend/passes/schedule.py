@@ -69,36 +69,64 @@ def run(fn: Function, chip: dict) -> int:
 
 
 def _hoist_loads(region: Region) -> int:
-    """Move each load up to just after what it needs (its operands' producers, the load before
-    it, the last effect): the command processor then queues it on DMA before scalar code that
-    waits for a reduction blocks issue, so DMA does not idle while the PE computes (a weight
-    load after the row statistics of a LayerNorm, for instance). Loads keep their order."""
+    """Issue each load as early as its inputs allow, with the work that computes its address:
+    between two effects (stores, atomics, a loop that loads), the ops each load reads
+    (transitively) go first, then the load, load by load in source order, then the rest in
+    source order. The command processor then queues the loads on DMA before independent work
+    (a lookup table built in the prologue, scalar code that waits for a reduction), so DMA does
+    not idle while the PE computes (a weight load after the row statistics of a LayerNorm, for
+    instance). A conditional that only loads (a pipelined loop's first prefetch) counts as a
+    load. Loads keep their order."""
     ops = list(region.ops)
-    moved = 0
+    producer = {v: o for o in ops for v in o.results}
     out: list[Op] = []
-    pos: dict = {}  # value -> index in `out` of its producer
-    floor = 0       # loads may not move above the previous load or an effect
+    segment: list[Op] = []
     for op in ops:
-        is_load = op.name in _LOADS and not op.regions
-        if is_load:
-            at = max([floor] + [pos[v] + 1 for v in op.operands if v in pos])
-            if at < len(out):
-                moved = 1
-            out.insert(at, op)
-            for v, i in list(pos.items()):
-                if i >= at:
-                    pos[v] = i + 1
-            for r in op.results:
-                pos[r] = at
-            floor = at + 1
-            continue
-        out.append(op)
-        for r in op.results:
-            pos[r] = len(out) - 1
-        if op.name in _EFFECTS or any(i.name in _EFFECTS or i.name in _LOADS for r in op.regions for i in walk(r)):
-            floor = len(out)
+        if _is_barrier(op):
+            out += _loads_first(segment, producer)
+            segment = []
+            out.append(op)
+        else:
+            segment.append(op)
+    out += _loads_first(segment, producer)
+    moved = int(out != ops)
     region.ops = out
     return moved
+
+
+def _is_load(op: Op) -> bool:
+    if not op.regions:
+        return op.name in _LOADS
+    inner = [i for r in op.regions for i in walk(r)]
+    return op.name == "scf.if" and any(i.name in _LOADS for i in inner) and not any(i.name in _EFFECTS for i in inner)
+
+
+def _is_barrier(op: Op) -> bool:
+    """An op loads may not move above: an effect, or a region that has one or loads (other than a
+    conditional load)."""
+    if op.name in _EFFECTS:
+        return True
+    inner = [i for r in op.regions for i in walk(r)]
+    return any(i.name in _EFFECTS for i in inner) or (not _is_load(op) and any(i.name in _LOADS for i in inner))
+
+
+def _loads_first(segment: list[Op], producer: dict) -> list[Op]:
+    """`segment` (no barrier in it) reordered: each load after its address work, loads first."""
+    index = {id(o): i for i, o in enumerate(segment)}
+    placed: set[int] = set()
+    out: list[Op] = []
+    for load in (o for o in segment if _is_load(o)):
+        need: list[Op] = []
+        stack = [load]
+        while stack:
+            o = stack.pop()
+            if id(o) in placed:
+                continue
+            placed.add(id(o))
+            need.append(o)
+            stack += [p for p in (producer.get(v) for v in reads(o)) if p is not None and id(p) in index]
+        out += sorted(need, key=lambda o: index[id(o)])
+    return out + [o for o in segment if id(o) not in placed]
 
 
 def _order(region: Region, costs: _Costs) -> int:

@@ -69,29 +69,29 @@ tile.func @_add(%x_ptr: ptr<f32>, %y_ptr: ptr<f32>, %out_ptr: ptr<f32>, %n: i32,
   %15 = arith.constant  {value = 64} : i64
   %16 = arith.constant  {value = -64} : i64
   %17 = tt.get_program_id  {axis = 0} : i32
-  %18 = tt.get_num_programs  {axis = 0} : i32
-  %19 = arith.muli %mtia_grid_x, %mtia_grid_y : i32
-  %20 = arith.muli %19, %mtia_grid_z : i32
-  %21 = arith.cmpi %17, %20 {pred = "slt"} : i1
-  %2, %9 = scf.if %21 : tile<64xf32>, tile<64xf32>
+  %18 = arith.muli %mtia_grid_x, %mtia_grid_y : i32
+  %19 = arith.muli %18, %mtia_grid_z : i32
+  %20 = arith.cmpi %17, %19 {pred = "slt"} : i1
+  %2, %9 = scf.if %20 : tile<64xf32>, tile<64xf32>
     ^region0():
-      %22 = arith.remsi %17, %mtia_grid_x : i32
-      %23 = arith.muli %22, %15 : i64
-      %24 = arith.muli %22, %16 : i64
-      %25 = arith.addi %24, %n : i64
-      %0 = mtia.dma_load %x_ptr, %23, %25 {path = "dma", desc = "base=%x_ptr, offset=%23, strides=[1], hi=['%25']"} : tile<64xf32>
-      %7 = mtia.dma_load %y_ptr, %23, %25 {path = "dma", desc = "base=%y_ptr, offset=%23, strides=[1], hi=['%25']"} : tile<64xf32>
+      %21 = arith.remsi %17, %mtia_grid_x : i32
+      %22 = arith.muli %21, %15 : i64
+      %23 = arith.muli %21, %16 : i64
+      %24 = arith.addi %23, %n : i64
+      %0 = mtia.dma_load %x_ptr, %22, %24 {path = "dma", desc = "base=%x_ptr, offset=%22, strides=[1], hi=['%24']"} : tile<64xf32>
+      %7 = mtia.dma_load %y_ptr, %22, %24 {path = "dma", desc = "base=%y_ptr, offset=%22, strides=[1], hi=['%24']"} : tile<64xf32>
       scf.yield %0, %7
     ^region1():
       %1 = ub.poison  : tile<64xf32>
       %8 = ub.poison  : tile<64xf32>
       scf.yield %1, %8
-  %6, %13 = scf.for %17, %20, %18, %2, %9 {prefetch = 2} : tile<64xf32>, tile<64xf32>
+  %25 = tt.get_num_programs  {axis = 0} : i32
+  %6, %13 = scf.for %17, %19, %25, %2, %9 {prefetch = 2} : tile<64xf32>, tile<64xf32>
     ^region0(%26: i32, %3: tile<64xf32>, %10: tile<64xf32>):
-      %27 = arith.addi %26, %18 : i32
+      %27 = arith.addi %26, %25 : i32
       %28 = arith.remsi %26, %mtia_grid_x : i32
       %14 = arith.addf %3, %10 : tile<64xf32>
-      %29 = arith.cmpi %27, %20 {pred = "slt"} : i1
+      %29 = arith.cmpi %27, %19 {pred = "slt"} : i1
       %30 = arith.muli %28, %15 : i64
       %31 = arith.muli %28, %16 : i64
       %5, %12 = scf.if %29 : tile<64xf32>, tile<64xf32>
