@@ -135,10 +135,15 @@ def _num_pes() -> int:
     return triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
 
 
-def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, BLOCK_D: int = 32) -> torch.Tensor:
+def jagged_sum(values: torch.Tensor, offsets: torch.Tensor, BLOCK_L: int = 128, BLOCK_D: int | None = None) -> torch.Tensor:
     B = offsets.numel() - 1
     D = values.shape[1]
     out = torch.empty((B, D), dtype=values.dtype, device=values.device)
+    if BLOCK_D is None:
+        # rows of up to 64 elements whole (one DMA run per row: at D = 64, 32-wide column
+        # blocks measured 0.3-0.5% slower cold); wider rows in 32-wide column blocks, which cut
+        # the work finer (64-wide measured 0.3% slower at D = 128, BF16)
+        BLOCK_D = 64 if D <= 64 else 32
     BLOCK_D = min(BLOCK_D, triton.next_power_of_2(D))
     ncb = triton.cdiv(D, BLOCK_D)
     if B == 0:
@@ -219,11 +224,34 @@ def _bounds(offsets_ptr, lo, nv, bags):
 
 
 @triton.jit
-def _indices(indices_ptr, starts, length, lanes):
-    """The item's indices as a [BC, lanes] tile: bag b's run starts[b] + lanes, masked at its
-    length (one index-driven DMA, a contiguous run per bag)."""
+def _item_indices(indices_ptr, st, en, nv, FLAT: tl.constexpr):
+    """FLAT > 0: all the item's indices as one [FLAT] tile. The bags of an item are
+    consecutive, and so are their indices: one contiguous DMA from the first bag's start to the
+    last bag's end (one run, against a run per bag). Returns the tile and where it starts (a
+    [1] tile); FLAT = 0: nothing (each bag's run is loaded by _indices)."""
+    if FLAT > 0:
+        first = tl.gather(st, tl.zeros((1,), tl.int32), 0)
+        last = tl.gather(en, tl.maximum(nv - 1, 0) + tl.zeros((1,), tl.int32), 0)
+        k = tl.arange(0, FLAT)
+        flat = tl.load(indices_ptr + first[:, None] + k[None, :], mask=k[None, :] < (last - first)[:, None], other=0)
+        return tl.reshape(flat, (FLAT,)), first
+    else:
+        return 0, 0
+
+
+@triton.jit
+def _indices(indices_ptr, flat, first, starts, length, lanes, BC: tl.constexpr, L: tl.constexpr,
+             FLAT: tl.constexpr):
+    """The item's indices as a [BC, lanes] tile: bag b's lanes starts[b] + lanes, masked at its
+    length. FLAT > 0: picked from the item's [FLAT] tile (_item_indices) by the MLU; else one
+    index-driven DMA, a contiguous run per bag."""
     m = lanes[None, :] < length[:, None]
-    return tl.load(indices_ptr + starts[:, None] + lanes[None, :], mask=m, other=0), m
+    if FLAT > 0:
+        pos = tl.where(m, (starts - first)[:, None] + lanes[None, :], 0)
+        idx = tl.reshape(tl.gather(flat, tl.reshape(pos, (BC * L,)), 0), (BC, L))
+    else:
+        idx = tl.load(indices_ptr + starts[:, None] + lanes[None, :], mask=m, other=0)
+    return idx, m
 
 
 @triton.jit
@@ -291,7 +319,7 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
                              stride_out, MEAN: tl.constexpr, DOT: tl.constexpr, SPLIT: tl.constexpr,
                              S: tl.constexpr, K: tl.constexpr, BC: tl.constexpr,
                              BM: tl.constexpr, LA: tl.constexpr, LB: tl.constexpr, BLOCK_D: tl.constexpr,
-                             BLOCK_T: tl.constexpr, EVEN_D: tl.constexpr):
+                             BLOCK_T: tl.constexpr, EVEN_D: tl.constexpr, FLAT: tl.constexpr):
     """Table-batched embedding bag on the PE grid, a few bags (an item) at a time.
 
     An item is BC consecutive bags of one table (bag = t * B + b). PE p pools a contiguous
@@ -341,15 +369,17 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
     st1, en1 = _bounds(offsets_ptr, lo1, nv1, bags)
     st_nn, en_nn = _bounds(offsets_ptr, lo2, nv2, bags)
     len_c = en0 - st0
-    idx_a, m_ca = _indices(indices_ptr, st0, len_c, lanes_a)
+    flat_c, first_c = _item_indices(indices_ptr, st0, en0, nv0, FLAT)
+    idx_a, m_ca = _indices(indices_ptr, flat_c, first_c, st0, len_c, lanes_a, BC, LA, FLAT)
     ro = tl.gather(tables, tl.zeros((1,), tl.int32) + t0, 0)
     rowoff_ca, m_ca = _row_offsets(idx_a, ro, m_ca, D, BC, LA, DOT)
     len_n = en1 - st1
-    idx_na, m_na = _indices(indices_ptr, st1, len_n, lanes_a)
+    flat_n, first_n = _item_indices(indices_ptr, st1, en1, nv1, FLAT)
+    idx_na, m_na = _indices(indices_ptr, flat_n, first_n, st1, len_n, lanes_a, BC, LA, FLAT)
     if SPLIT:
-        idx_b, m_cb = _indices(indices_ptr, st0, len_c, lanes_b)
+        idx_b, m_cb = _indices(indices_ptr, flat_c, first_c, st0, len_c, lanes_b, BC, LB, FLAT)
         rowoff_cb, m_cb = _row_offsets(idx_b, ro, m_cb, D, BC, LB, DOT)
-        idx_nb, m_nb = _indices(indices_ptr, st1, len_n, lanes_b)
+        idx_nb, m_nb = _indices(indices_ptr, flat_n, first_n, st1, len_n, lanes_b, BC, LB, FLAT)
     else:  # (unused)
         rowoff_cb, m_cb, idx_nb, m_nb = rowoff_ca, m_ca, idx_na, m_na
     ro_n = tl.gather(tables, tl.zeros((1,), tl.int32) + t1, 0)
@@ -366,13 +396,14 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
             rows_b = rows_a
         _, lo3, nv3 = _item(j + 3, j0, j1, g0, g1, n_items, B, NCH, BC)
         st3, en3 = _bounds(offsets_ptr, lo3, nv3, bags)
-        t2, _, _ = _item(j + 2, j0, j1, g0, g1, n_items, B, NCH, BC)
+        t2, _, nv2 = _item(j + 2, j0, j1, g0, g1, n_items, B, NCH, BC)
         len_nn = en_nn - st_nn
-        idx_nna, m_nna = _indices(indices_ptr, st_nn, len_nn, lanes_a)
+        flat_nn, first_nn = _item_indices(indices_ptr, st_nn, en_nn, nv2, FLAT)
+        idx_nna, m_nna = _indices(indices_ptr, flat_nn, first_nn, st_nn, len_nn, lanes_a, BC, LA, FLAT)
         ro_nn = tl.gather(tables, tl.zeros((1,), tl.int32) + t2, 0)
         rowoff_na, m_fa = _row_offsets(idx_na, ro_n, m_na, D, BC, LA, DOT)
         if SPLIT:
-            idx_nnb, m_nnb = _indices(indices_ptr, st_nn, len_nn, lanes_b)
+            idx_nnb, m_nnb = _indices(indices_ptr, flat_nn, first_nn, st_nn, len_nn, lanes_b, BC, LB, FLAT)
             rowoff_nb, m_fb = _row_offsets(idx_nb, ro_n, m_nb, D, BC, LB, DOT)
         else:
             idx_nnb, m_nnb, rowoff_nb, m_fb = idx_nna, m_nna, rowoff_na, m_fa
@@ -432,6 +463,7 @@ def embedding_bag(weights: torch.Tensor, table_offsets: torch.Tensor, indices: t
         weights, table_offsets, indices, offsets, out, B, num_tables, D, out.stride(0), MEAN=(mode == "mean"),
         DOT=dot, SPLIT=lb > 0, S=S, K=K, BC=bc, BM=max(16, bc) if dot else bc, LA=la, LB=max(lb, 1),
         BLOCK_D=BLOCK_D, BLOCK_T=triton.next_power_of_2(num_tables), EVEN_D=BLOCK_D == D,
+        FLAT=triton.next_power_of_2(bc * lmax) if dot else 0,
         num_stages=2 if dot else 3)
     return out
 

@@ -156,7 +156,7 @@ def _t_dma_gather(st: ExecState, ins: Instr) -> DmaInputs:
     sel = idx if m is None else idx[m]
     mem._check(sel, mem.typed(r, dtype).numel(), r, base_idx, st, ins)
     placeholder(st, ins.dst[0], list(idx.shape), dtype)
-    return indexed_dma_inputs(sel.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
+    return indexed_dma_inputs(sel.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index, m)
 
 
 def _t_scalar_load(st: ExecState, ins: Instr) -> DmaInputs:

@@ -289,7 +289,7 @@ class GlobalMemory:
             out[m] = typed[sel]
             n = sel.numel()
         st.r[ins.dst[0]] = out if out.dim() else out.item()
-        return indexed_dma_inputs(n, ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
+        return indexed_dma_inputs(n, ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index, m)
 
     def scatter(self, st: ExecState, ins: Instr) -> DmaInputs:
         r, dtype, base_idx, idx, m = self._indexed(st, ins)
@@ -297,12 +297,13 @@ class GlobalMemory:
         value = st.v(ins.args["value"])
         tdt = TORCH_DTYPE[dtype]
         value = (value.to(tdt) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=tdt)).expand(idx.shape)
+        mask = m
         if m is not None:
             idx, value = idx[m], value[m]
         idx, value = idx.reshape(-1), value.reshape(-1)
         self._check(idx, typed.numel(), r, base_idx, st, ins)
         typed[idx] = value
-        return indexed_dma_inputs(idx.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index)
+        return indexed_dma_inputs(idx.numel(), ITEMSIZE[dtype], ins.attrs.get("run", 1), r.index, mask)
 
     # ------------------------------------------------------------------ scalar fallback path
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from sim_programs import CHIP, MODEL, price
 
 from backend.sim.builder import ProgramBuilder
@@ -142,3 +144,30 @@ def test_misaligned_and_gathered_dma_cost_more():
     gathered = _one_dma(0, None, [4096], 4096, gather=True)
     assert gathered.engine_busy["DMA_IN"] >= 4096 * CHIP["dma"]["gather_run_cycles"]
     assert gathered.engine_busy["DMA_IN"] > 10 * structured.engine_busy["DMA_IN"]
+
+
+@triton.jit
+def _bag_indices(idx_ptr, starts_ptr, out_ptr, L: tl.constexpr):
+    """Four bags of 20 indices each, laid out as [4, L] lanes masked at the bag's length."""
+    bags = tl.arange(0, 4)
+    lanes = tl.arange(0, L)
+    m = lanes[None, :] < 20
+    starts = tl.load(starts_ptr + bags)  # bag starts from a load: an index-driven DMA
+    x = tl.load(idx_ptr + starts[:, None] + lanes[None, :], mask=m, other=0)
+    tl.store(out_ptr + bags[:, None] * L + lanes[None, :], x)
+
+
+def test_masked_gather_lanes_are_neither_moved_nor_priced():
+    """An index-driven DMA prices each run on the lanes it moves: four 20-lane bags cost the same
+    in 32-lane and 64-lane tiles (before, a partly masked run was priced as a full one)."""
+    from backend.driver import record_launches
+    idx = torch.arange(128, dtype=torch.int64)
+    busy = {}
+    for L in (32, 64):
+        out = torch.zeros(4 * L, dtype=torch.int64)
+        with record_launches() as recs:
+            _bag_indices[(1,)](idx, torch.arange(4) * 20, out, L=L)
+        ref = torch.where(torch.arange(L)[None, :] < 20, torch.arange(4)[:, None] * 20 + torch.arange(L)[None, :], 0)
+        assert torch.equal(out.view(4, L), ref)
+        busy[L] = recs[-1].timing.engine_busy["DMA_IN"]
+    assert busy[32] == busy[64]

@@ -43,6 +43,8 @@ throughput time; the result becomes readable `latency_cycles` later (timing.py).
   - DMA: every contiguous run is padded to whole `burst_bytes` bursts (+ `misaligned_extra_bytes`
     when the start is not 32-byte aligned); the transfer takes max(bytes at each level it
     crosses / that level's share, runs * run_cycles (gather_run_cycles for index-driven DMA)).
+    A masked index-driven DMA counts each run on the lanes it moves (a 20-index bag in a 64-lane
+    run is one 160-byte run) and a run with none as no run.
     A load crosses the off-chip level with its off-chip fraction of the bytes and the SRAM with
     all of them; a store crosses the SRAM, and the off-chip level too when writes spill.
   - A program-invariant tile a PE already holds (assumptions.held_tiles = "held", timing.py):

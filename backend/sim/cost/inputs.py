@@ -12,7 +12,9 @@ the scheduler dispatches on them).
 from __future__ import annotations
 
 import math
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+import torch
 
 from backend.program import ENGINES
 
@@ -88,6 +90,9 @@ class DmaInputs(TypedDict):
     addr: NotRequired[int]         # byte address of the first element (structured DMA)
     aligned32: NotRequired[bool]   # the first element is 32-byte aligned (structured DMA)
     indexed: NotRequired[bool]     # index-driven (gather / scatter)
+    # masked index-driven DMA: ((bytes moved in a run, runs with that many), ...), runs with
+    # nothing moved left out (each run is padded to bursts on its own bytes, not the full run's)
+    run_lengths: NotRequired[tuple]
 
 
 class AtomicInputs(TypedDict):
@@ -160,10 +165,20 @@ def dma_inputs(extent: tuple[int, int, int, int], region: int, addr: int) -> Dma
             "region": region, "addr": addr, "aligned32": addr % 32 == 0}
 
 
-def indexed_dma_inputs(n: int, itemsize: int, run: int, region: int) -> DmaInputs:
-    """An index-driven DMA (gather / scatter) of `n` elements in runs of `run` elements."""
-    return {"bytes": n * itemsize, "elements": n, "runs": (n + run - 1) // run, "run_bytes": run * itemsize,
-            "region": region, "indexed": True}
+def indexed_dma_inputs(n: int, itemsize: int, run: int, region: int, mask: Any = None) -> DmaInputs:
+    """An index-driven DMA (gather / scatter) of `n` elements in runs of `run` elements.
+    `mask` (a bool tile of the DMA's shape, runs along its last `run` lanes): masked lanes are
+    neither moved nor priced, so each run counts the bytes of its lanes left (a bag of 20
+    indices in a 64-lane run is a 160-byte run, not a 512-byte one) and a run with none is no
+    run."""
+    d: DmaInputs = {"bytes": n * itemsize, "elements": n, "runs": (n + run - 1) // run, "run_bytes": run * itemsize,
+                    "region": region, "indexed": True}
+    if mask is not None and run > 1 and mask.numel() % run == 0 and n < mask.numel():
+        per_run = mask.reshape(-1, run).sum(1)
+        lengths, counts = torch.unique(per_run[per_run > 0], return_counts=True)
+        d["runs"] = int(counts.sum())
+        d["run_lengths"] = tuple((int(e) * itemsize, int(k)) for e, k in zip(lengths.tolist(), counts.tolist()))
+    return d
 
 
 def scalar_access_inputs(n: int, itemsize: int) -> DmaInputs:

@@ -287,8 +287,12 @@ def _dma(m: ChipModel, lv: Levels, t: list, kind: int) -> Rule:
         if not (b and runs):
             return fixed
         # every run padded to whole bursts, one more for an unaligned start
-        rb = c["run_bytes"]
-        eff = runs * (-(-rb // burst) * burst)
+        lengths = c.get("run_lengths")
+        if lengths is None:
+            rb = c["run_bytes"]
+            eff = runs * (-(-rb // burst) * burst)
+        else:  # a masked index-driven DMA: each run on the bytes it moves
+            eff = sum(k * (-(-rb // burst) * burst) for rb, k in lengths)
         if c.get("aligned32") is False:
             eff += runs * misalign
         if eff < b:
