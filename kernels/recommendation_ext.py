@@ -224,11 +224,13 @@ def _bounds(offsets_ptr, lo, nv, bags):
 
 
 @triton.jit
-def _item_indices(indices_ptr, st, en, nv, FLAT: tl.constexpr):
-    """FLAT > 0: all the item's indices as one [FLAT] tile. The bags of an item are
-    consecutive, and so are their indices: one contiguous DMA from the first bag's start to the
-    last bag's end (one run, against a run per bag). Returns the tile and where it starts (a
-    [1] tile); FLAT = 0: nothing (each bag's run is loaded by _indices)."""
+def _fetch(indices_ptr, st, en, nv, length, lanes, FLAT: tl.constexpr):
+    """An item's indices as loaded, and what _indices needs with them. FLAT > 0: all of them as
+    one [FLAT] tile, and the index it starts at (a [1] tile): the bags of an item are
+    consecutive, and so are their indices, so one contiguous DMA from the first bag's start to
+    the last bag's end (one run, against a run per bag). FLAT = 0: the [BC, lanes] tile itself,
+    bag b's run starts[b] + lanes masked at its length (one index-driven DMA, a run per bag),
+    and its mask."""
     if FLAT > 0:
         first = tl.gather(st, tl.zeros((1,), tl.int32), 0)
         last = tl.gather(en, tl.maximum(nv - 1, 0) + tl.zeros((1,), tl.int32), 0)
@@ -236,22 +238,21 @@ def _item_indices(indices_ptr, st, en, nv, FLAT: tl.constexpr):
         flat = tl.load(indices_ptr + first[:, None] + k[None, :], mask=k[None, :] < (last - first)[:, None], other=0)
         return tl.reshape(flat, (FLAT,)), first
     else:
-        return 0, 0
+        m = lanes[None, :] < length[:, None]
+        return tl.load(indices_ptr + st[:, None] + lanes[None, :], mask=m, other=0), m
 
 
 @triton.jit
-def _indices(indices_ptr, flat, first, starts, length, lanes, BC: tl.constexpr, L: tl.constexpr,
-             FLAT: tl.constexpr):
-    """The item's indices as a [BC, lanes] tile: bag b's lanes starts[b] + lanes, masked at its
-    length. FLAT > 0: picked from the item's [FLAT] tile (_item_indices) by the MLU; else one
-    index-driven DMA, a contiguous run per bag."""
-    m = lanes[None, :] < length[:, None]
+def _indices(fetched, aux, st, length, lanes, BC: tl.constexpr, L: tl.constexpr, FLAT: tl.constexpr):
+    """The item's indices as a [BC, lanes] tile and its mask, from what _fetch gave: FLAT > 0,
+    picked from the [FLAT] tile by the MLU (an iteration after its load, so that the MLU never
+    waits for a DMA in flight); FLAT = 0, the loaded tile (lanes: those _fetch loaded)."""
     if FLAT > 0:
-        pos = tl.where(m, (starts - first)[:, None] + lanes[None, :], 0)
-        idx = tl.reshape(tl.gather(flat, tl.reshape(pos, (BC * L,)), 0), (BC, L))
+        m = lanes[None, :] < length[:, None]
+        pos = tl.where(m, (st - aux)[:, None] + lanes[None, :], 0)
+        return tl.reshape(tl.gather(fetched, tl.reshape(pos, (BC * L,)), 0), (BC, L)), m
     else:
-        idx = tl.load(indices_ptr + starts[:, None] + lanes[None, :], mask=m, other=0)
-    return idx, m
+        return fetched, aux
 
 
 @triton.jit
@@ -369,19 +370,19 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
     st1, en1 = _bounds(offsets_ptr, lo1, nv1, bags)
     st_nn, en_nn = _bounds(offsets_ptr, lo2, nv2, bags)
     len_c = en0 - st0
-    flat_c, first_c = _item_indices(indices_ptr, st0, en0, nv0, FLAT)
-    idx_a, m_ca = _indices(indices_ptr, flat_c, first_c, st0, len_c, lanes_a, BC, LA, FLAT)
+    # (SPLIT is only for 16-bit rows, which take FLAT > 0: the [FLAT] tile holds both lane sets)
+    fa, aux_c = _fetch(indices_ptr, st0, en0, nv0, len_c, lanes_a, FLAT)
+    idx_a, m_ca = _indices(fa, aux_c, st0, len_c, lanes_a, BC, LA, FLAT)
     ro = tl.gather(tables, tl.zeros((1,), tl.int32) + t0, 0)
     rowoff_ca, m_ca = _row_offsets(idx_a, ro, m_ca, D, BC, LA, DOT)
-    len_n = en1 - st1
-    flat_n, first_n = _item_indices(indices_ptr, st1, en1, nv1, FLAT)
-    idx_na, m_na = _indices(indices_ptr, flat_n, first_n, st1, len_n, lanes_a, BC, LA, FLAT)
     if SPLIT:
-        idx_b, m_cb = _indices(indices_ptr, flat_c, first_c, st0, len_c, lanes_b, BC, LB, FLAT)
+        idx_b, m_cb = _indices(fa, aux_c, st0, len_c, lanes_b, BC, LB, FLAT)
         rowoff_cb, m_cb = _row_offsets(idx_b, ro, m_cb, D, BC, LB, DOT)
-        idx_nb, m_nb = _indices(indices_ptr, flat_n, first_n, st1, len_n, lanes_b, BC, LB, FLAT)
     else:  # (unused)
-        rowoff_cb, m_cb, idx_nb, m_nb = rowoff_ca, m_ca, idx_na, m_na
+        rowoff_cb, m_cb = rowoff_ca, m_ca
+    len_n = en1 - st1
+    st_n = st1
+    fa_n, aux_n = _fetch(indices_ptr, st1, en1, nv1, len_n, lanes_a, FLAT)
     ro_n = tl.gather(tables, tl.zeros((1,), tl.int32) + t1, 0)
     len_p = tl.zeros_like(len_c)  # a distinct value (Triton carries a value whose identity changes)
     if DOT and not SPLIT and not MEAN:
@@ -398,15 +399,15 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
         st3, en3 = _bounds(offsets_ptr, lo3, nv3, bags)
         t2, _, nv2 = _item(j + 2, j0, j1, g0, g1, n_items, B, NCH, BC)
         len_nn = en_nn - st_nn
-        flat_nn, first_nn = _item_indices(indices_ptr, st_nn, en_nn, nv2, FLAT)
-        idx_nna, m_nna = _indices(indices_ptr, flat_nn, first_nn, st_nn, len_nn, lanes_a, BC, LA, FLAT)
+        fa_nn, aux_nn = _fetch(indices_ptr, st_nn, en_nn, nv2, len_nn, lanes_a, FLAT)
         ro_nn = tl.gather(tables, tl.zeros((1,), tl.int32) + t2, 0)
+        idx_na, m_na = _indices(fa_n, aux_n, st_n, len_n, lanes_a, BC, LA, FLAT)
         rowoff_na, m_fa = _row_offsets(idx_na, ro_n, m_na, D, BC, LA, DOT)
         if SPLIT:
-            idx_nnb, m_nnb = _indices(indices_ptr, flat_nn, first_nn, st_nn, len_nn, lanes_b, BC, LB, FLAT)
+            idx_nb, m_nb = _indices(fa_n, aux_n, st_n, len_n, lanes_b, BC, LB, FLAT)
             rowoff_nb, m_fb = _row_offsets(idx_nb, ro_n, m_nb, D, BC, LB, DOT)
         else:
-            idx_nnb, m_nnb, rowoff_nb, m_fb = idx_nna, m_nna, rowoff_na, m_fa
+            rowoff_nb, m_fb = rowoff_na, m_fa
         tp, lop, nvp = _item(j - 1, j0, j1, g0, g1, n_items, B, NCH, BC)
         _finish(acc_p, len_p, out_ptr, tp, lop, nvp, B, D, stride_out, bags, brow, offs_d, dmask, MEAN, DOT)
         acc_p = _pool(rows_a, rows_b, sel_a, sel_b, DOT, SPLIT, not MEAN)
@@ -417,10 +418,9 @@ def embedding_bag_ext_kernel(weights_ptr, table_offsets_ptr, indices_ptr, offset
         rowoff_cb = rowoff_nb
         m_ca = m_fa
         m_cb = m_fb
-        idx_na = idx_nna
-        idx_nb = idx_nnb
-        m_na = m_nna
-        m_nb = m_nnb
+        fa_n = fa_nn
+        aux_n = aux_nn
+        st_n = st_nn
         ro_n = ro_nn
         st_nn = st3
         en_nn = en3
