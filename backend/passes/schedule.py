@@ -116,15 +116,7 @@ def _loads_first(segment: list[Op], producer: dict) -> list[Op]:
     placed: set[int] = set()
     out: list[Op] = []
     for load in (o for o in segment if _is_load(o)):
-        need: list[Op] = []
-        stack = [load]
-        while stack:
-            o = stack.pop()
-            if id(o) in placed:
-                continue
-            placed.add(id(o))
-            need.append(o)
-            stack += [p for p in (producer.get(v) for v in reads(o)) if p is not None and id(p) in index]
+        need = _producers(load, producer, placed, lambda p: id(p) in index)
         out += sorted(need, key=lambda o: index[id(o)])
     return out + [o for o in segment if id(o) not in placed]
 
@@ -165,17 +157,20 @@ def _order(region: Region, costs: _Costs) -> int:
 
 def _after_load(op: Op, producer: dict) -> bool:
     """Whether `op` reads (through the body's ops) data loaded in this iteration."""
-    seen: set = set()
+    return any(o is not op and o.name in _LOADS for o in _producers(op, producer, set()))
+
+
+def _producers(op: Op, producer: dict, seen: set, keep=lambda p: True):
+    """`op` and the ops it reads from, transitively (through `producer`, those `keep` accepts),
+    each once: those whose ids are not in `seen` yet, adding them to it."""
     stack = [op]
     while stack:
         o = stack.pop()
         if id(o) in seen:
             continue
         seen.add(id(o))
-        if o is not op and o.name in _LOADS:
-            return True
-        stack.extend(producer[v] for v in reads(o) if v in producer)
-    return False
+        yield o
+        stack += [p for p in (producer.get(v) for v in reads(o)) if p is not None and keep(p)]
 
 
 def _estimate(body: list[Op], producer: dict, costs: _Costs, ready: dict) -> tuple[dict, dict]:
