@@ -82,6 +82,7 @@ class Structurer:
         self._assumed: set | None = None
         self._uniform: dict[Value, bool] = {}
         self.inserts: dict[tuple[int, int], list[Op]] = {}
+        self.shared_consts: set[int] = set()  # ids of the arith.constant ops _as_value made
         self.emitted: dict[tuple[int, SExpr], Value] = {}
         self.report: dict[str, int] = {}
         self._index(fn.body, None)
@@ -183,7 +184,9 @@ class Structurer:
         key = (id(top), int(x))
         if key not in self.emitted:
             out = Value(I64)
-            self._place([Op("arith.constant", [], [out], {"value": int(x)}, [], use_op.loc)], top, use_op)
+            const = Op("arith.constant", [], [out], {"value": int(x)}, [], use_op.loc)
+            self._place([const], top, use_op)
+            self.shared_consts.add(id(const))
             self.emitted[key] = out
         return self.emitted[key]
 
@@ -900,6 +903,19 @@ class Structurer:
         self.promote_loops()
         self._rewrite_region(self.fn.body)
         self._splice(self.fn.body)
+        # a shared constant is placed before the first op that asked for it, but the ops are not
+        # rewritten in program order (a loop's carried offsets before an earlier load's address),
+        # so a later request can come from an earlier op: each goes just before its first reader
+        consts = {o.results[0]: o for o in self.fn.body.ops if id(o) in self.shared_consts}
+        out: list[Op] = []
+        for o in self.fn.body.ops:
+            if id(o) in self.shared_consts:
+                continue
+            for v in [*o.operands, *(u for r in o.regions for i in walk(r) for u in i.operands)]:
+                if v in consts:
+                    out.append(consts.pop(v))
+            out.append(o)
+        self.fn.body.ops = out + list(consts.values())
 
     def _rewrite_region(self, region: Region) -> None:
         out: list[Op] = []

@@ -109,3 +109,20 @@ def test_jagged_sum_ext_cuts_between_rows(lengths, dim) -> None:
     values = torch.randn(int(offsets[-1]), dim, generator=g)
     want = torch.stack([values[offsets[b]:offsets[b + 1]].sum(0) for b in range(len(lengths))])
     assert_close(KX.jagged_sum(values, offsets), want, f"jagged sum ext {lengths[:4]}..., D={dim}")
+
+
+@pytest.mark.parametrize("tile", __import__("kernels.gemm_ext", fromlist=["TILES"]).TILES, ids=str)
+def test_peeled_gemm_every_tile(tile) -> None:
+    """Every autotuning tile of the peeled `triton_ext` GEMM on a ragged shape. With BLOCK_N equal
+    to BLOCK_K the structure pass once defined a shared address constant after its first use
+    (KeyError in the simulator at 32 x 64 and 64 x 64)."""
+    import triton
+    from kernels.gemm import matmul_autotuned
+    from kernels.gemm_ext import matmul_peeled_kernel
+    bm, bn = tile
+    one = triton.autotune(configs=[triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8})],
+                          key=["M", "N", "K"])(matmul_peeled_kernel)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn((100, 130), generator=gen).to(torch.bfloat16)
+    b = torch.randn((130, 70), generator=gen).to(torch.bfloat16)
+    assert_close(matmul_autotuned(a, b, one), (a.float() @ b.float()).to(torch.bfloat16), "bf16")
