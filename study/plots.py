@@ -88,7 +88,10 @@ def _cell(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
-        # four significant digits: with three a ratio of 0.9996 printed as "1", a target met
+        # four significant digits: with three a ratio of 0.9996 printed as "1", a target met;
+        # within 0.1% of 1 (not 1 itself) five decimals, so that 0.99996 and 1.00004 differ
+        if v != 1.0 and 0.999 <= v < 1.001:
+            return f"{v:.5f}"
         return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
     return str(v)
 
