@@ -122,8 +122,10 @@ def env_options() -> dict:
     return out
 
 
-# compiler hints and the values each accepts (checked, so a typo is an error, not a no-op)
-HINTS: dict[str, tuple] = {"persistent": (True, False)}
+# compiler hints and switches and the values each accepts (checked, so a typo is an error, not a
+# no-op): every MTIA knob of MTIAOptions, from structured_dma on, is a boolean
+_NAMES = [f.name for f in fields(MTIAOptions)]
+HINTS: dict[str, tuple] = {name: (True, False) for name in _NAMES[_NAMES.index("structured_dma"):]}
 
 
 def _check_hints(args: dict) -> None:

@@ -187,6 +187,13 @@ def test_bad_hint_values_are_errors_naming_the_hint(value):
         _add[(1,)](x, x, x, 64, BLOCK=64, persistent=value)
 
 
+@pytest.mark.parametrize("hint", ["use_reduction_engine", "software_pipeline", "pipeline_programs"])
+def test_bad_switch_values_are_errors_naming_the_switch(hint):
+    x = torch.zeros(64)
+    with pytest.raises(ValueError, match=rf"MTIA hint {hint}='maybe' is not valid"):
+        _add[(1,)](x, x, x, 64, BLOCK=64, **{hint: "maybe"})
+
+
 def test_unknown_hint_is_an_error_naming_it():
     x = torch.zeros(64)
     with pytest.raises(KeyError, match="persistant"):
