@@ -174,10 +174,10 @@ def indexed_dma_inputs(n: int, itemsize: int, run: int, region: int, mask: Any =
     d: DmaInputs = {"bytes": n * itemsize, "elements": n, "runs": (n + run - 1) // run, "run_bytes": run * itemsize,
                     "region": region, "indexed": True}
     if mask is not None and run > 1 and mask.numel() % run == 0 and n < mask.numel():
-        per_run = mask.reshape(-1, run).sum(1)
-        lengths, counts = torch.unique(per_run[per_run > 0], return_counts=True)
-        d["runs"] = int(counts.sum())
-        d["run_lengths"] = tuple((int(e) * itemsize, int(k)) for e, k in zip(lengths.tolist(), counts.tolist()))
+        # runs by the number of lanes they move (0..run): a counting pass, no sort
+        counts = torch.bincount(mask.reshape(-1, run).sum(1), minlength=run + 1)[1:].tolist()
+        d["runs"] = sum(counts)
+        d["run_lengths"] = tuple((e * itemsize, k) for e, k in enumerate(counts, 1) if k)
     return d
 
 
