@@ -78,7 +78,8 @@ SDPA_PREFIX = "_scaled_dot_product"
 NOT_WORK = frozenset({"empty", "empty_strided", "empty_like", "as_strided", "view", "_unsafe_view", "_reshape_alias",
                       "detach", "alias", "lift_fresh", "set_", "resize_", "t", "transpose", "permute", "expand",
                       "unsqueeze", "squeeze", "slice", "select", "reshape", "_local_scalar_dense", "is_same_size",
-                      "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_to_copy_noop"})
+                      "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_to_copy_noop",
+                      "view_as_complex", "view_as_real", "_conj"})
 SOFTMAX_OPS_PER_SCORE = 6
 
 

@@ -131,24 +131,42 @@ def _clone(x):
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
 
 
+# how many samples past the first n T4 looks through for ones with data (searchsorted's first
+# with data is its 33rd, nn.functional.unfold's its 82nd); the eager run is skipped for empty
+# samples once n are held
+SAMPLE_SCAN = 200
+
+
 def _samples(op, dtype, n: int, scan: int):
-    """Up to n (sample, eager_output) pairs whose eager run works; scans at most `scan`."""
+    """Up to n (sample, eager_output) pairs whose eager run works, scanning at most `scan`.
+
+    Samples with data come first: OpInfo generators often open with empty tensors
+    (`searchsorted`, `cholesky_solve`, `svd`, `nn.functional.unfold` ...), and an op tried only on
+    empty inputs computes nothing, so it would say nothing about the op's kernels. A sample is
+    empty when it has tensors and all of them have no elements; samples without tensors
+    (factories such as `arange`) count as having data. Empty samples fill in only where fewer
+    than n samples with data exist in the first `scan`; the chosen samples keep their order."""
     import itertools
     import torch
-    got, eager_err = [], None
+    from torch.utils._pytree import tree_leaves
+    full, empty, eager_err = [], [], None
     torch.manual_seed(0)
     gen = op.sample_inputs("cpu", dtype, requires_grad=False)
     for s in itertools.islice(gen, scan):
+        tensors = [t for t in tree_leaves((s.input, s.args, s.kwargs)) if isinstance(t, torch.Tensor)]
+        is_empty = bool(tensors) and all(t.numel() == 0 for t in tensors)
+        if is_empty and len(empty) >= n:
+            continue  # enough fillers: only samples with data are run from here on
         try:
             torch.manual_seed(0)
             ref = op.op(*_clone((s.input, *s.args)), **_clone(s.kwargs))
         except Exception as e:  # noqa: BLE001 - eager failure makes the sample inapplicable
             eager_err = e
             continue
-        got.append((s, ref))
-        if len(got) >= n:
+        (empty if is_empty else full).append((s, ref))
+        if len(full) >= n:
             break
-    return got, eager_err
+    return full + empty[:max(0, n - len(full))], eager_err
 
 
 def _is_random(op, sample, ref) -> bool:
@@ -182,7 +200,7 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
     if getattr(op, "has_nondeterministic_output", False) or name in NONDETERMINISTIC:
         return done(error_message="nondeterministic or random output")
     try:
-        samples, eager_err = _samples(op, dtype, n_samples, scan=n_samples + 10)
+        samples, eager_err = _samples(op, dtype, n_samples, scan=n_samples + SAMPLE_SCAN)
     except Exception as e:  # noqa: BLE001
         return done(error_type=type(e).__name__, error_message="sample generation failed: " + _first_line(str(e)))
     if not samples:

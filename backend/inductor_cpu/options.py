@@ -71,6 +71,9 @@ Each enhancement can be turned off alone, to measure what it buys:
   (up to sort.SORT_LIMIT elements), where Inductor sorts in Triton only up to 512 and leaves
   the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; median and nanmedian as a sort and a gather that keep eager's NaN rules; sort.py).
 
+- `dft_lowerings`: the FFT ops (aten._fft_r2c / c2c / c2r, behind torch.fft and stft), which
+  Inductor leaves to pocketfft on the host, become discrete Fourier transforms: one matmul with
+  a twiddle table per transformed dimension, up to fft.DFT_LIMIT points (fft.py).
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
 """
@@ -84,7 +87,8 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "persistent_invariant": True,
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True, "triton_gemm_templates": False,
-                             "special_functions": True, "host_op_lowerings": True, "sort_kernels": True}
+                             "special_functions": True, "host_op_lowerings": True, "sort_kernels": True,
+                             "dft_lowerings": True}
 _ACTIVE: dict[str, bool] = {}
 
 

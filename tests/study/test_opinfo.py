@@ -214,3 +214,21 @@ def test_sweep_times_out_a_hung_op(tmp_path, monkeypatch):
     rows = opinfo.sweep([_op("neg")], [torch.float32], tmp_path / "c.csv", timeout=1, n_samples=1, workers=1,
                         log_dir=None, run_meta={})
     assert [r["status"] for r in rows] == ["timeout"]
+
+
+def test_samples_with_data_come_before_empty_ones():
+    """searchsorted's generator opens with three empty samples: T4 takes ones with data first,
+    and an empty sample only where too few have data."""
+    from study.opinfo_op import SAMPLE_SCAN, _samples
+
+    def has_data(s):
+        return any(t.numel() > 0 for t in (s.input, *s.args) if isinstance(t, torch.Tensor))
+
+    op = _op("searchsorted")
+    first = list(op.sample_inputs("cpu", torch.float32, requires_grad=False))[:3]
+    assert not any(has_data(s) for s in first)
+    got, _ = _samples(op, torch.float32, 3, scan=3 + SAMPLE_SCAN)
+    assert len(got) == 3 and all(has_data(s) for s, _ in got)
+    # only empty samples within the scan: they fill in
+    got, _ = _samples(op, torch.float32, 3, scan=3)
+    assert len(got) == 3 and not any(has_data(s) for s, _ in got)
