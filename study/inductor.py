@@ -60,7 +60,7 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import benchmark, cat, extern, fft, heuristics, host_ops, options, sort, special
+    from backend.inductor_cpu import benchmark, cat, extern, fft, heuristics, host_ops, linalg, options, sort, special
     options.activate_current()  # the switches that are Inductor config keys (nd_tiling)
     heuristics.install()
     cat.install()
@@ -68,6 +68,7 @@ def configure() -> None:
     host_ops.install()
     sort.install()
     fft.install()
+    linalg.install()
     extern.register_extern("gemm", _expert_gemm)
     extern.register_extern("embedding_bag", _triton_embedding_bag)
     extern.install()
@@ -98,13 +99,14 @@ def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: 
 def unconfigure() -> None:
     """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
     a process that goes on to compile without them (T3's stock measurement, tests)."""
-    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, sort, special
+    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, linalg, sort, special
     heuristics.uninstall()
     cat.uninstall()
     special.uninstall()
     sort.uninstall()
     host_ops.uninstall()
     fft.uninstall()
+    linalg.uninstall()
     extern.uninstall()
 
 

@@ -74,6 +74,11 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `dft_lowerings`: the FFT ops (aten._fft_r2c / c2c / c2r, behind torch.fft and stft), which
   Inductor leaves to pocketfft on the host, become discrete Fourier transforms: one matmul with
   a twiddle table per transformed dimension, up to fft.DFT_LIMIT points (fft.py).
+- `linalg_kernels`: torch.linalg's LU, Cholesky and triangular-solve families (lu_factor, lu,
+  lu_solve, solve, inv, det, slogdet, cholesky, cholesky_solve / inverse, triangular solves),
+  which Inductor leaves to LAPACK on the host, run as Triton kernels of linalg_kernels.py, one
+  matrix of at most 64 x 64 per program, with the ops Inductor lowers itself around them
+  (linalg.py).
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
 """
@@ -88,7 +93,7 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True, "triton_gemm_templates": False,
                              "special_functions": True, "host_op_lowerings": True, "sort_kernels": True,
-                             "dft_lowerings": True}
+                             "dft_lowerings": True, "linalg_kernels": True}
 _ACTIVE: dict[str, bool] = {}
 
 

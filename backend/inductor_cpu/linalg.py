@@ -1,0 +1,396 @@
+"""`linalg_kernels`: torch.linalg's LU, Cholesky and triangular-solve families, which Inductor
+leaves to LAPACK on the host, as Triton kernels on the chip.
+
+Inductor registers these ops as fallbacks (torch/_inductor/lowering.py: `make_fallback` for
+linalg_lu_factor_ex, linalg_cholesky_ex, linalg_solve_triangular, _linalg_det ...). With the
+switch on, an entry of Inductor's decomposition table rewrites each call on the cpu -> MTIA path
+into the Triton kernels of linalg_kernels.py (in the graph as Inductor's functional
+Triton-kernel nodes, which it emits as user-defined Triton kernels of the generated code,
+launched on the chip like its own) and ops Inductor lowers itself (triangles, diagonals, products,
+gathers and scatters of rows):
+
+- `linalg_lu_factor_ex` (lu_factor, torch.lu), `linalg_lu` (P, L, U), `lu_unpack`: the LU
+  kernel (partial pivoting, LAPACK's pivots), the triangles, P from the permutation;
+- `linalg_lu_solve`, `_linalg_solve_ex` (solve), `linalg_inv_ex` (inv: B = I): the permuted
+  right-hand side, then two triangular solves (L unit lower, U upper; for adjoint = True U^T then
+  L^T, read as transposed views, and the rows scattered back by the permutation);
+- `_linalg_det`, `_linalg_slogdet` (det, slogdet, logdet): the product (or the sum of logs) of
+  U's diagonal, the sign from the pivots that moved a row;
+- `linalg_cholesky_ex`, `cholesky`, `cholesky_solve`, `cholesky_inverse`: the Cholesky kernel
+  (upper = True factors A^T's lower triangle, a view) and two triangular solves;
+- `triangular_solve`, `linalg_solve_triangular`: one triangular solve (transpose / left = False
+  as transposed views);
+- `_linalg_check_errors` (what torch.linalg.inv / cholesky / solve call to raise on a singular
+  or not positive-definite input): a device assertion that `info` is 0, so those calls still
+  fail, with the assertion's message rather than LinAlgError's.
+
+Limits: FP32 only (the chip has no FP64; the OpInfo's bfloat16 is not supported by LAPACK
+either), matrices of at most linalg_kernels.LIMIT rows and columns (one tile per program) and
+no empty ones; anything else returns NotImplemented and stays with aten. The kernels are
+LAPACK's unblocked algorithms, one matrix per program: a batch spreads over the PEs, a single
+matrix runs on one PE, O(n) steps each of O(n^2) SIMD work (a 64 x 64 LU: 64 steps).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import triton
+
+from backend.inductor_cpu import linalg_kernels as K
+
+_ORIGINAL: dict[Any, Callable | None] = {}
+
+
+# ----------------------------------------------------------------------------- kernels in the graph
+# A decomposition runs while AOTAutograd traces the graph, below its functionalization: a kernel
+# is put into the graph as Inductor's functional Triton-kernel node (the form a user's
+# `wrap_triton` call takes once functionalized), whose outputs are fresh tensors. Inductor then
+# emits it as a user-defined Triton kernel of the generated code. Each function takes a batch of
+# matrices as one 3-D tensor (any strides).
+
+def _launch(kernel: Any, grid: tuple, outputs: dict[str, torch.Tensor], **args: Any) -> list[torch.Tensor]:
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table, triton_kernel_wrapper_functional
+    tensors = {k: v for k, v in {**args, **outputs}.items() if isinstance(v, torch.Tensor)}
+    constants = {k: v for k, v in args.items() if not isinstance(v, torch.Tensor)}
+    out = triton_kernel_wrapper_functional(
+        kernel_idx=kernel_side_table.add_kernel(kernel), constant_args_idx=kernel_side_table.add_constant_args(constants),
+        grid=[grid], tma_descriptor_metadata={}, kwargs=tensors, tensors_to_clone=list(outputs))
+    return [out[k] for k in outputs]
+
+
+def _strides(prefix: str, t: torch.Tensor) -> dict[str, int]:
+    return {f"s_{prefix}b": t.stride(0), f"s_{prefix}m": t.stride(1), f"s_{prefix}n": t.stride(2)}
+
+
+def _empty(shape: tuple, dtype: torch.dtype, like: torch.Tensor) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device=like.device)
+
+
+def lu_factor(a: torch.Tensor) -> list[torch.Tensor]:
+    """(LU, pivots, perm, info) of each matrix of a (B, M, N) batch."""
+    b, m, n = a.shape
+    k = min(m, n)
+    lu = _empty((b, m, n), a.dtype, a)
+    outs = {"lu_ptr": lu, "piv_ptr": _empty((b, k), torch.int32, a), "perm_ptr": _empty((b, m), torch.int32, a),
+            "info_ptr": _empty((b,), torch.int32, a)}
+    return _launch(K.lu_factor_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a),
+                   **_strides("l", lu), BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
+
+
+def pivots_to_perm(piv: torch.Tensor, m: int) -> torch.Tensor:
+    b, k = piv.shape
+    outs = {"perm_ptr": _empty((b, m), torch.int32, piv)}
+    return _launch(K.pivots_to_perm_kernel, (b, 1, 1), outs, piv_ptr=piv.contiguous(), M=m, K=k,
+                   BM=triton.next_power_of_2(max(m, k)))[0]
+
+
+def cholesky_lower(a: torch.Tensor) -> list[torch.Tensor]:
+    """(L, info) of each matrix of a (B, N, N) batch, from its lower triangle."""
+    b, n, _ = a.shape
+    low = _empty((b, n, n), a.dtype, a)
+    outs = {"l_ptr": low, "info_ptr": _empty((b,), torch.int32, a)}
+    return _launch(K.cholesky_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), **_strides("l", low),
+                   BN=triton.next_power_of_2(n))
+
+
+def trsm(t: torch.Tensor, rhs: torch.Tensor, lower: bool, unit: bool) -> torch.Tensor:
+    """X with T X = B for (B, N, N) triangles T and (B, N, R) right-hand sides."""
+    b, n, r = rhs.shape
+    x = _empty((b, n, r), rhs.dtype, rhs)
+    br = min(triton.next_power_of_2(r), K.LIMIT)
+    return _launch(K.trsm_kernel, (b, triton.cdiv(r, br), 1), {"x_ptr": x}, t_ptr=t, b_ptr=rhs, N=n, R=r,
+                   **_strides("t", t), **_strides("b", rhs), **_strides("x", x), LOWER=lower, UNIT=unit,
+                   BN=triton.next_power_of_2(n), BR=br)[0]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _takes(*mats: torch.Tensor) -> bool:
+    """FP32 matrices (at least 2-D), none empty, none with a side over the kernels' limit."""
+    return all(m.dtype == torch.float32 and m.dim() >= 2 and m.numel() > 0
+               and max(m.shape[-2:]) <= K.LIMIT for m in mats)
+
+
+def _rhs(b: torch.Tensor) -> bool:
+    """A right-hand side: FP32, at least 2-D, rows within the limit; any number of columns
+    (split over programs), none included."""
+    return b.dtype == torch.float32 and b.dim() >= 2 and b.shape[-2] <= K.LIMIT
+
+
+def _flat(a: torch.Tensor) -> torch.Tensor:
+    return a.reshape(-1, a.shape[-2], a.shape[-1])
+
+
+def _broadcast(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
+
+
+def _solve_tri(t: torch.Tensor, rhs: torch.Tensor, lower: bool, unit: bool) -> torch.Tensor:
+    """T X = B for a triangular T (only its triangle read), batches broadcast."""
+    t, rhs = _broadcast(t, rhs)
+    if rhs.numel() == 0:
+        return torch.empty(rhs.shape, dtype=rhs.dtype, device=rhs.device)
+    x = trsm(_flat(t), _flat(rhs), lower, unit)
+    return x.reshape(rhs.shape)
+
+
+def _check(info: torch.Tensor, api: str) -> None:
+    torch._assert_async((info == 0).all(), f"{api}: the factorization could not be completed (info != 0)")
+
+
+def _factor(a: torch.Tensor):
+    lu, piv, perm, info = lu_factor(_flat(a))
+    batch = a.shape[:-2]
+    return (lu.reshape(a.shape), piv.reshape(*batch, piv.shape[-1]), perm.reshape(*batch, perm.shape[-1]),
+            info.reshape(batch))
+
+
+def _perm_matrix(perm: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
+    """P with A = P L U: P[perm[i], i] = 1."""
+    r = torch.arange(m, device=perm.device, dtype=perm.dtype)
+    return (r[:, None] == perm[..., None, :]).to(dtype)
+
+
+def _permute_rows(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Rows of x taken in perm's order: (P^T x)[i] = x[perm[i]]."""
+    idx = perm.to(torch.int64)[..., :, None].expand(*perm.shape, x.shape[-1])
+    return x.gather(-2, idx)
+
+
+def _unpermute_rows(z: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """P z: row i of z goes to row perm[i]."""
+    idx = perm.to(torch.int64)[..., :, None].expand(*perm.shape, z.shape[-1])
+    return torch.zeros_like(z).scatter(-2, idx, z)
+
+
+def _lu_solve(lu: torch.Tensor, perm: torch.Tensor, rhs: torch.Tensor, adjoint: bool) -> torch.Tensor:
+    """A X = B (adjoint: A^T X = B) with P^T A = L U."""
+    batch = torch.broadcast_shapes(lu.shape[:-2], rhs.shape[:-2])
+    lu = lu.expand(*batch, *lu.shape[-2:])
+    perm = perm.expand(*batch, perm.shape[-1])
+    rhs = rhs.expand(*batch, *rhs.shape[-2:])
+    if not adjoint:
+        y = _solve_tri(lu, _permute_rows(rhs, perm), lower=True, unit=True)
+        return _solve_tri(lu, y, lower=False, unit=False)
+    y = _solve_tri(lu.mT, rhs, lower=True, unit=False)    # U^T y = B
+    z = _solve_tri(lu.mT, y, lower=False, unit=True)      # L^T z = y
+    return _unpermute_rows(z, perm)
+
+
+def _square(a: torch.Tensor) -> bool:
+    return a.shape[-1] == a.shape[-2]
+
+
+# ----------------------------------------------------------------------------- LU family
+
+def _lu_factor_ex(a, *, pivot=True, check_errors=False):
+    if not pivot or not _takes(a):
+        return NotImplemented
+    lu, piv, _, info = _factor(a)
+    if check_errors:
+        _check(info, "torch.linalg.lu_factor_ex")
+    return lu, piv, info
+
+
+def _linalg_lu(a, *, pivot=True):
+    if not pivot or not _takes(a):
+        return NotImplemented
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu, _, perm, _ = _factor(a)
+    low = torch.tril(lu[..., :, :k], -1) + torch.eye(m, k, dtype=a.dtype, device=a.device)
+    return _perm_matrix(perm, m, a.dtype), low, torch.triu(lu[..., :k, :])
+
+
+def _lu_unpack(lu, piv, unpack_data=True, unpack_pivots=True):
+    if not (unpack_data and unpack_pivots and _takes(lu)) or piv.dtype != torch.int32:
+        return NotImplemented
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    perm = pivots_to_perm(piv.reshape(-1, piv.shape[-1]), m).reshape(*piv.shape[:-1], m)
+    low = torch.tril(lu[..., :, :k], -1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
+    return _perm_matrix(perm, m, lu.dtype), low, torch.triu(lu[..., :k, :])
+
+
+def _linalg_lu_solve(lu, piv, rhs, *, left=True, adjoint=False):
+    if not (_takes(lu) and _rhs(rhs if left else rhs.mT) and _square(lu)) or piv.dtype != torch.int32:
+        return NotImplemented
+    n = lu.shape[-1]
+    perm = pivots_to_perm(piv.reshape(-1, piv.shape[-1]), n).reshape(*piv.shape[:-1], n)
+    if left:
+        return _lu_solve(lu, perm, rhs, adjoint)
+    # X A = B  <=>  A^T X^T = B^T
+    return _lu_solve(lu, perm, rhs.mT, not adjoint).mT
+
+
+def _solve_ex(a, rhs, *, left=True, check_errors=False):
+    vector = rhs.dim() == 1 or (rhs.dim() == a.dim() - 1 and rhs.shape == a.shape[:-1])
+    if vector and not left:
+        return NotImplemented
+    b = rhs.unsqueeze(-1) if vector else rhs
+    if not (_takes(a) and _rhs(b if left else b.mT) and _square(a)):
+        return NotImplemented
+    lu, piv, perm, info = _factor(a)
+    if check_errors:
+        _check(info, "torch.linalg.solve_ex")
+    x = _lu_solve(lu, perm, b, adjoint=False) if left else _lu_solve(lu, perm, b.mT, adjoint=True).mT
+    return (x.squeeze(-1) if vector else x), lu, piv, info
+
+
+def _inv_ex(a, *, check_errors=False):
+    if not (_takes(a) and _square(a)):
+        return NotImplemented
+    lu, _, perm, info = _factor(a)
+    if check_errors:
+        _check(info, "torch.linalg.inv_ex")
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    return _lu_solve(lu, perm, eye, adjoint=False), info
+
+
+def _det_parts(a):
+    lu, piv, _, _ = _factor(a)
+    diag = torch.diagonal(lu, dim1=-2, dim2=-1)
+    steps = torch.arange(1, piv.shape[-1] + 1, dtype=piv.dtype, device=piv.device)
+    swaps = (piv != steps).sum(-1)
+    perm_sign = 1 - 2 * (swaps % 2).to(a.dtype)
+    return lu, piv, diag, perm_sign
+
+
+def _linalg_det(a):
+    if not (_takes(a) and _square(a)):
+        return NotImplemented
+    lu, piv, diag, perm_sign = _det_parts(a)
+    return perm_sign * diag.prod(-1), lu, piv
+
+
+def _linalg_slogdet(a):
+    if not (_takes(a) and _square(a)):
+        return NotImplemented
+    lu, piv, diag, perm_sign = _det_parts(a)
+    sign = perm_sign * torch.sign(diag).prod(-1)
+    return sign, diag.abs().log().sum(-1), lu, piv
+
+
+# ----------------------------------------------------------------------------- Cholesky family
+
+def _chol(a, upper: bool):
+    """(factor, info): L with A = L L^T from A's lower triangle, or U = L'^T from its upper one."""
+    src = a.mT if upper else a
+    low, info = cholesky_lower(_flat(src))
+    low = low.reshape(a.shape)
+    return (low.mT if upper else low), info.reshape(a.shape[:-2])
+
+
+def _cholesky_ex(a, *, upper=False, check_errors=False):
+    if not (_takes(a) and _square(a)):
+        return NotImplemented
+    factor, info = _chol(a, upper)
+    if check_errors:
+        _check(info, "torch.linalg.cholesky_ex")
+    return factor.contiguous(), info
+
+
+def _cholesky(a, upper=False):
+    if not (_takes(a) and _square(a)):
+        return NotImplemented
+    factor, info = _chol(a, upper)
+    _check(info, "torch.cholesky")
+    return factor.contiguous()
+
+
+def _chol_solve(rhs, factor, upper: bool):
+    if upper:   # A = U^T U
+        return _solve_tri(factor, _solve_tri(factor.mT, rhs, lower=True, unit=False), lower=False, unit=False)
+    return _solve_tri(factor.mT, _solve_tri(factor, rhs, lower=True, unit=False), lower=False, unit=False)
+
+
+def _cholesky_solve(rhs, factor, upper=False):
+    if not (_takes(factor) and _rhs(rhs) and _square(factor)):
+        return NotImplemented
+    return _chol_solve(rhs, factor, upper)
+
+
+def _cholesky_inverse(factor, upper=False):
+    if not (_takes(factor) and _square(factor)):
+        return NotImplemented
+    eye = torch.eye(factor.shape[-1], dtype=factor.dtype, device=factor.device)
+    return _chol_solve(eye, factor, upper)
+
+
+# ----------------------------------------------------------------------------- triangular solves
+
+def _triangular_solve(rhs, a, upper=True, transpose=False, unitriangular=False):
+    if not (_takes(a) and _rhs(rhs) and _square(a)):
+        return NotImplemented
+    t = a.mT if transpose else a
+    lower = upper if transpose else not upper
+    return _solve_tri(t, rhs, lower=lower, unit=unitriangular), a.clone()
+
+
+def _solve_triangular(a, rhs, *, upper, left=True, unitriangular=False):
+    if not (_takes(a) and _square(a) and _rhs(rhs if left else rhs.mT)):
+        return NotImplemented
+    if left:
+        return _solve_tri(a, rhs, lower=not upper, unit=unitriangular)
+    return _solve_tri(a.mT, rhs.mT, lower=upper, unit=unitriangular).mT
+
+
+_LOWERING_ORIGINAL: dict[Any, Callable] = {}
+
+
+def _check_errors_lowering(original: Callable) -> Callable:
+    """aten._linalg_check_errors (a host check that raises LinAlgError where `info` is not 0)
+    as a device assertion per element of `info`. It is an Inductor lowering, not a
+    decomposition: AOTAutograd keeps the op (it returns nothing) without consulting the table."""
+    import torch._inductor.config as ic
+    from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import options
+
+    def lowering(info: Any, api_name: str, *, is_matrix: bool) -> Any:
+        if not (options.enabled("linalg_kernels") and ic.cpu_backend == "triton"
+                and getattr(info.get_device(), "type", None) == "cpu"):
+            return original(info, api_name, is_matrix=is_matrix)
+        ok = L.lowerings[torch.ops.aten.eq.Scalar](info, 0)
+        L._assert_async(ok, f"{api_name}: the factorization could not be completed (info != 0)")
+        return None
+    lowering.mtia_original = original  # type: ignore[attr-defined]
+    return lowering
+
+
+def _decomps() -> dict[Any, Callable]:
+    aten = torch.ops.aten
+    return {
+        aten.linalg_lu_factor_ex.default: _lu_factor_ex, aten.linalg_lu.default: _linalg_lu,
+        aten.lu_unpack.default: _lu_unpack, aten.linalg_lu_solve.default: _linalg_lu_solve,
+        aten._linalg_solve_ex.default: _solve_ex, aten.linalg_inv_ex.default: _inv_ex,
+        aten._linalg_det.default: _linalg_det, aten._linalg_slogdet.default: _linalg_slogdet,
+        aten.linalg_cholesky_ex.default: _cholesky_ex, aten.cholesky.default: _cholesky,
+        aten.cholesky_solve.default: _cholesky_solve, aten.cholesky_inverse.default: _cholesky_inverse,
+        aten.triangular_solve.default: _triangular_solve, aten.linalg_solve_triangular.default: _solve_triangular,
+    }
+
+
+def install() -> None:
+    """Add the decompositions to Inductor's table and wrap the check's lowering (idempotent)."""
+    from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import host_ops
+    host_ops.install_decompositions(_decomps(), _ORIGINAL, "linalg_kernels")
+    op = torch.ops.aten._linalg_check_errors.default
+    current = L.lowerings.get(op)
+    if current is not None and not hasattr(current, "mtia_original"):
+        _LOWERING_ORIGINAL[op] = current
+        L.lowerings[op] = _check_errors_lowering(current)
+
+
+def uninstall() -> None:
+    from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import host_ops
+    host_ops.uninstall_decompositions(_ORIGINAL)
+    for op, original in _LOWERING_ORIGINAL.items():
+        L.lowerings[op] = original
+    _LOWERING_ORIGINAL.clear()

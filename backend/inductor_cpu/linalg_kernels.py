@@ -1,0 +1,138 @@
+"""Dense factorisations and triangular solves of small matrices as Triton kernels: what the
+`linalg_kernels` switch (linalg.py) lowers torch.linalg's LU, Cholesky and triangular-solve
+families to.
+
+One program factors (or solves) one matrix of the batch, held whole in a PE's local memory as
+one [BM, BN] tile (at most LIMIT x LIMIT: 16 KB in FP32). Each elimination step is tile-wide
+SIMD work: a row or column is taken out of the tile by a masked reduction (the reduction
+engine), the pivot search is an argmax, row swaps and rank-1 updates are selects. The
+algorithms are LAPACK's unblocked ones (getf2, potf2, trsm's substitution), in the same order
+of operations per element, so results agree with LAPACK's to rounding:
+
+- `lu_factor_kernel`: partial pivoting, the first largest |a_ik| (i >= k) as the pivot (LAPACK's
+  i?amax picks the first of equal maxima, tl.argmax too); pivots 1-based as getrf's; `info` is the
+  1-based index of the first zero pivot, whose column is then left unscaled (getf2); the
+  permutation (row i of P^T A is row perm[i] of A) is kept along the way;
+- `cholesky_kernel`: the lower factor L of A = L L^T, reading A's lower triangle only; `info` is
+  the 1-based order of the first leading minor that is not positive (LAPACK stops there; the
+  factor's later columns are then not meaningful, as LAPACK's are not);
+- `trsm_kernel`: T X = B by substitution, T lower or upper, unit diagonal or not, reading only
+  T's triangle; B's columns are split over programs (BR at a time).
+
+The matrices are read through strides, so a transposed or conjugate-free adjoint operand is a
+view, not a copy.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LIMIT = 64
+
+
+@triton.jit
+def lu_factor_kernel(a_ptr, lu_ptr, piv_ptr, perm_ptr, info_ptr, M, N, K,
+                     s_ab, s_am, s_an, s_lb, s_lm, s_ln,
+                     BM: tl.constexpr, BN: tl.constexpr):
+    b = tl.program_id(0)
+    ri = tl.arange(0, BM)
+    ci = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ci[None, :]
+    inside = (rows < M) & (cols < N)
+    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside, other=0.0)
+    piv = tl.zeros([BM], dtype=tl.int32)
+    perm = ri
+    info = tl.sum(tl.zeros([BM], dtype=tl.int32), axis=0)
+    for k in range(0, K):
+        col = tl.sum(tl.where(cols == k, a, 0.0), axis=1)
+        p = tl.argmax(tl.where((ri >= k) & (ri < M), tl.abs(col), -1.0), axis=0)
+        row_k = tl.sum(tl.where(rows == k, a, 0.0), axis=0)
+        row_p = tl.sum(tl.where(rows == p, a, 0.0), axis=0)
+        a = tl.where(rows == k, row_p[None, :], tl.where(rows == p, row_k[None, :], a))
+        perm_k = tl.sum(tl.where(ri == k, perm, 0), axis=0)
+        perm_p = tl.sum(tl.where(ri == p, perm, 0), axis=0)
+        perm = tl.where(ri == k, perm_p, tl.where(ri == p, perm_k, perm))
+        piv = tl.where(ri == k, p + 1, piv)
+        pivot = tl.sum(tl.where(ci == k, row_p, 0.0), axis=0)
+        info = tl.where((pivot == 0.0) & (info == 0), k + 1, info)
+        col = tl.sum(tl.where(cols == k, a, 0.0), axis=1)
+        low = tl.where(ri > k, tl.where(pivot != 0.0, col / pivot, col), 0.0)
+        a = tl.where((rows > k) & (cols == k), low[:, None], a)
+        a = a - tl.where((rows > k) & (cols > k), low[:, None] * row_p[None, :], 0.0)
+    tl.store(lu_ptr + b * s_lb + rows * s_lm + cols * s_ln, a, mask=inside)
+    tl.store(piv_ptr + b * K + ri, piv, mask=ri < K)
+    tl.store(perm_ptr + b * M + ri, perm, mask=ri < M)
+    tl.store(info_ptr + b, info)
+
+
+@triton.jit
+def cholesky_kernel(a_ptr, l_ptr, info_ptr, N, s_ab, s_am, s_an, s_lb, s_lm, s_ln, BN: tl.constexpr):
+    b = tl.program_id(0)
+    ri = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ri[None, :]
+    lower = (rows < N) & (cols <= rows)
+    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=lower, other=0.0)
+    info = tl.sum(tl.zeros([BN], dtype=tl.int32), axis=0)
+    for k in range(0, N):
+        col = tl.sum(tl.where(cols == k, a, 0.0), axis=1)
+        d = tl.sum(tl.where(ri == k, col, 0.0), axis=0)
+        info = tl.where((~(d > 0.0)) & (info == 0), k + 1, info)
+        s = tl.sqrt(d)
+        low = tl.where(ri > k, col / s, tl.where(ri == k, s, 0.0))
+        a = tl.where(cols == k, low[:, None], a)
+        a = a - tl.where((rows > k) & (cols > k), low[:, None] * low[None, :], 0.0)
+    a = tl.where(cols <= rows, a, 0.0)
+    tl.store(l_ptr + b * s_lb + rows * s_lm + cols * s_ln, a, mask=(rows < N) & (cols < N))
+    tl.store(info_ptr + b, info)
+
+
+@triton.jit
+def trsm_kernel(t_ptr, b_ptr, x_ptr, N, R, s_tb, s_tm, s_tn, s_bb, s_bm, s_bn, s_xb, s_xm, s_xn,
+                LOWER: tl.constexpr, UNIT: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr):
+    bid = tl.program_id(0)
+    r0 = tl.program_id(1) * BR
+    ni = tl.arange(0, BN)
+    rj = r0 + tl.arange(0, BR)
+    rows = ni[:, None]
+    cols = ni[None, :]
+    rhs = rj[None, :]
+    t = tl.load(t_ptr + bid * s_tb + rows * s_tm + cols * s_tn, mask=(rows < N) & (cols < N), other=0.0)
+    rhs_in = (rows < N) & (rhs < R)
+    bm = tl.load(b_ptr + bid * s_bb + rows * s_bm + rhs * s_bn, mask=rhs_in, other=0.0)
+    x = tl.zeros([BN, BR], dtype=tl.float32)
+    for i in range(0, N):
+        if LOWER:
+            k = i
+        else:
+            k = N - 1 - i
+        t_row = tl.sum(tl.where(rows == k, t, 0.0), axis=0)
+        if LOWER:
+            known = ni < k
+        else:
+            known = (ni > k) & (ni < N)
+        acc = tl.sum(tl.where(known[:, None], t_row[:, None] * x, 0.0), axis=0)
+        rest = tl.sum(tl.where(rows == k, bm, 0.0), axis=0) - acc
+        if UNIT:
+            xk = rest
+        else:
+            xk = rest / tl.sum(tl.where(ni == k, t_row, 0.0), axis=0)
+        x = tl.where(rows == k, xk[None, :], x)
+    tl.store(x_ptr + bid * s_xb + rows * s_xm + rhs * s_xn, x, mask=rhs_in)
+
+
+@triton.jit
+def pivots_to_perm_kernel(piv_ptr, perm_ptr, M, K, BM: tl.constexpr):
+    """getrf's pivots (row k swapped with row piv[k] - 1, in order) as the permutation perm:
+    row i of P^T A is row perm[i] of A."""
+    b = tl.program_id(0)
+    ri = tl.arange(0, BM)
+    piv = tl.load(piv_ptr + b * K + ri, mask=ri < K, other=1) - 1
+    perm = ri
+    for k in range(0, K):
+        p = tl.sum(tl.where(ri == k, piv, 0), axis=0)
+        perm_k = tl.sum(tl.where(ri == k, perm, 0), axis=0)
+        perm_p = tl.sum(tl.where(ri == p, perm, 0), axis=0)
+        perm = tl.where(ri == k, perm_p, tl.where(ri == p, perm_k, perm))
+    tl.store(perm_ptr + b * M + ri, perm, mask=ri < M)
