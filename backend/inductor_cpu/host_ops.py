@@ -50,11 +50,14 @@ How each op is rewritten, and what that costs against the aten kernel:
   ignored for beta = 0), M or N = 0 an empty result; a pointwise kernel or none, where
   Inductor's GEMM templates leave the call to aten's mm on the host. Non-empty GEMMs are
   untouched.
-- `convolution` (1-, 2-, 3-D, not transposed; stride, padding, dilation, groups): patches
+- `convolution` (1-, 2-, 3-D; stride, padding, dilation, groups): patches
   (padding, then one unfold per spatial dim, every dilation-th tap) and one batched GEMM over
   the groups, compiled like any matmul, plus the bias. The GEMM reads the patches through a
   view: a tap's input is loaded once per output position it serves (k-fold, where a direct
-  convolution kernel would reuse it from local memory). Transposed convolutions stay on the host.
+  convolution kernel would reuse it from local memory). A transposed convolution becomes the
+  direct one it equals (stride - 1 zeros inserted between input elements, padding
+  dilation * (k - 1) - padding, cropped where negative, the weight flipped with its channels
+  swapped per group): stride^nd of that GEMM's work is on the inserted zeros.
 - `_trilinear` (nn.functional.bilinear): the three inputs unsqueezed at their expand dims,
   multiplied and summed, one reduction kernel where aten takes two matrix products; the
   broadcast product is never stored.
@@ -445,8 +448,10 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     exploited). Inductor leaves aten.convolution to the host (extern_kernels.convolution)."""
     import torch
     nd = x.dim() - 2
-    if transposed or nd not in (1, 2, 3) or weight.dim() != nd + 2 or not x.dtype.is_floating_point:
+    if nd not in (1, 2, 3) or weight.dim() != nd + 2 or not x.dtype.is_floating_point:
         return NotImplemented
+    if transposed:
+        return _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding, groups)
     n, c = x.shape[:2]
     o, cg = weight.shape[:2]
     taps = list(weight.shape[2:])
@@ -476,6 +481,38 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     if bias is not None:
         out = out + bias.reshape(1, o, *([1] * nd))
     return out
+
+
+def _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    """A transposed convolution as the direct one it equals: the input with stride - 1 zeros
+    between its elements (per spatial dim), padded by dilation * (k - 1) - padding on each side
+    (cropped where that is negative) plus output_padding at the end, convolved at stride 1
+    with the weight flipped spatially and its in / out channels swapped per group. The zeros
+    are computed on like any input element (stride^nd of the work is on zeros): a gather-free
+    form, where a col2im scatter would add overlapping windows with atomics."""
+    import torch
+    nd = x.dim() - 2
+    c = x.shape[1]
+    if c != weight.shape[0] or c % groups or x.numel() == 0 or weight.numel() == 0:
+        return NotImplemented
+    taps = list(weight.shape[2:])
+    for d in range(nd):
+        s = stride[d]
+        if s > 1:   # (.., L) -> (.., L, s) with zeros after each element -> (.., (L - 1) * s + 1)
+            xd = x.movedim(2 + d, -1).unsqueeze(-1)
+            xd = torch.cat([xd, torch.zeros(*xd.shape[:-1], s - 1, dtype=x.dtype, device=x.device)], -1)
+            xd = xd.flatten(-2)[..., :(x.shape[2 + d] - 1) * s + 1]
+            x = xd.movedim(-1, 2 + d)
+        lo = dilation[d] * (taps[d] - 1) - padding[d]
+        hi = lo + output_padding[d]
+        pad = [0, 0] * (nd - 1 - d) + [lo, hi]
+        x = torch.constant_pad_nd(x, pad, 0.0) if lo >= 0 and hi >= 0 else \
+            torch.constant_pad_nd(x, [max(v, 0) for v in pad], 0.0).narrow(
+                2 + d, max(-lo, 0), x.shape[2 + d] + lo + hi)
+    o = weight.shape[1] * groups
+    w = weight.reshape(groups, c // groups, weight.shape[1], *taps).transpose(1, 2)
+    w = w.reshape(o, c // groups, *taps).flip(list(range(2, 2 + nd)))
+    return _convolution(x, w, bias, [1] * nd, [0] * nd, dilation, False, [0] * nd, groups)
 
 
 # ----------------------------------------------------------------------------- GEMMs on empty operands

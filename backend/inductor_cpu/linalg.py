@@ -1,4 +1,4 @@
-"""`linalg_kernels`: torch.linalg's LU, Cholesky and triangular-solve families, which Inductor
+"""`linalg_kernels`: torch.linalg's LU, Cholesky, QR and triangular-solve families, which Inductor
 leaves to LAPACK on the host, as Triton kernels on the chip.
 
 Inductor registers these ops as fallbacks (torch/_inductor/lowering.py: `make_fallback` for
@@ -20,6 +20,10 @@ gathers and scatters of rows):
   (upper = True factors A^T's lower triangle, a view) and two triangular solves;
 - `triangular_solve`, `linalg_solve_triangular`: one triangular solve (transpose / left = False
   as transposed views);
+- `geqrf`, `linalg_qr` (qr), `linalg_householder_product`, `ormqr`: the Householder QR kernel
+  (LAPACK's larfg conventions: beta = -sign(alpha) ||x||, tau = (beta - alpha) / beta, so Q and
+  R have LAPACK's signs) and the kernel that applies the reflectors to the identity (org2r);
+  ormqr multiplies by the Q so formed (a GEMM);
 - `_linalg_check_errors` (what torch.linalg.inv / cholesky / solve call to raise on a singular
   or not positive-definite input): a device assertion that `info` is 0, so those calls still
   fail, with the assertion's message rather than LinAlgError's.
@@ -102,6 +106,26 @@ def trsm(t: torch.Tensor, rhs: torch.Tensor, lower: bool, unit: bool) -> torch.T
     return _launch(K.trsm_kernel, (b, triton.cdiv(r, br), 1), {"x_ptr": x}, t_ptr=t, b_ptr=rhs, N=n, R=r,
                    **_strides("t", t), **_strides("b", rhs), **_strides("x", x), LOWER=lower, UNIT=unit,
                    BN=triton.next_power_of_2(n), BR=br)[0]
+
+
+def geqrf(a: torch.Tensor) -> list[torch.Tensor]:
+    """(reflectors with R, tau) of each matrix of a (B, M, N) batch."""
+    b, m, n = a.shape
+    k = min(m, n)
+    r = _empty((b, m, n), a.dtype, a)
+    outs = {"r_ptr": r, "tau_ptr": _empty((b, k), a.dtype, a)}
+    return _launch(K.geqrf_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a), **_strides("r", r),
+                   BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
+
+
+def orgqr(a: torch.Tensor, tau: torch.Tensor, ncols: int) -> torch.Tensor:
+    """The first `ncols` columns of Q = H_0 ... H_{k-1} from (B, M, >= k) reflectors and (B, k) tau."""
+    b, m, _ = a.shape
+    k = tau.shape[-1]
+    q = _empty((b, m, ncols), a.dtype, a)
+    return _launch(K.orgqr_kernel, (b, 1, 1), {"q_ptr": q}, a_ptr=a, tau_ptr=tau.contiguous(), M=m, N=ncols, K=k,
+                   **_strides("a", a), **_strides("q", q), BM=triton.next_power_of_2(m),
+                   BN=triton.next_power_of_2(ncols), BK=triton.next_power_of_2(k))[0]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -337,6 +361,50 @@ def _solve_triangular(a, rhs, *, upper, left=True, unitriangular=False):
     return _solve_tri(a.mT, rhs.mT, lower=upper, unit=unitriangular).mT
 
 
+# ----------------------------------------------------------------------------- QR family
+
+def _geqrf(a):
+    if not _takes(a):
+        return NotImplemented
+    r, tau = geqrf(_flat(a))
+    return r.reshape(a.shape), tau.reshape(*a.shape[:-2], tau.shape[-1])
+
+
+def _q(refl, tau, ncols: int):
+    batch = torch.broadcast_shapes(refl.shape[:-2], tau.shape[:-1])
+    refl = refl.expand(*batch, *refl.shape[-2:])
+    tau = tau.expand(*batch, tau.shape[-1])
+    q = orgqr(_flat(refl), tau.reshape(-1, tau.shape[-1]), ncols)
+    return q.reshape(*batch, refl.shape[-2], ncols)
+
+
+def _householder_product(refl, tau):
+    if not _takes(refl) or tau.dtype != torch.float32 or tau.shape[-1] > refl.shape[-1] or tau.shape[-1] == 0:
+        return NotImplemented
+    return _q(refl, tau, refl.shape[-1])
+
+
+def _linalg_qr(a, mode="reduced"):
+    if not _takes(a) or mode not in ("reduced", "complete", "r"):
+        return NotImplemented
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    r, tau = _geqrf(a)
+    if mode == "r":
+        return torch.empty(0, dtype=a.dtype, device=a.device), torch.triu(r[..., :k, :])
+    if mode == "complete":
+        return _q(r, tau, m), torch.triu(r)
+    return _q(r, tau, k), torch.triu(r[..., :k, :])
+
+
+def _ormqr(refl, tau, other, left=True, transpose=False):
+    if not (_takes(refl) and _rhs(other)) or tau.dtype != torch.float32 or tau.shape[-1] == 0:
+        return NotImplemented
+    q = _q(refl, tau, refl.shape[-2])
+    q = q.mT if transpose else q
+    return q @ other if left else other @ q
+
+
 _LOWERING_ORIGINAL: dict[Any, Callable] = {}
 
 
@@ -370,6 +438,8 @@ def _decomps() -> dict[Any, Callable]:
         aten.linalg_cholesky_ex.default: _cholesky_ex, aten.cholesky.default: _cholesky,
         aten.cholesky_solve.default: _cholesky_solve, aten.cholesky_inverse.default: _cholesky_inverse,
         aten.triangular_solve.default: _triangular_solve, aten.linalg_solve_triangular.default: _solve_triangular,
+        aten.geqrf.default: _geqrf, aten.linalg_householder_product.default: _householder_product,
+        aten.linalg_qr.default: _linalg_qr, aten.ormqr.default: _ormqr,
     }
 
 

@@ -136,3 +136,59 @@ def pivots_to_perm_kernel(piv_ptr, perm_ptr, M, K, BM: tl.constexpr):
         perm_p = tl.sum(tl.where(ri == p, perm, 0), axis=0)
         perm = tl.where(ri == k, perm_p, tl.where(ri == p, perm_k, perm))
     tl.store(perm_ptr + b * M + ri, perm, mask=ri < M)
+
+
+@triton.jit
+def geqrf_kernel(a_ptr, r_ptr, tau_ptr, M, N, K, s_ab, s_am, s_an, s_rb, s_rm, s_rn,
+                 BM: tl.constexpr, BN: tl.constexpr):
+    """Householder QR (LAPACK geqr2 / larfg): R on and above the diagonal, each reflector's v
+    (v[k] = 1 implied) below it, tau[k]; H_k = I - tau_k v v^T, beta = -sign(alpha) ||x||."""
+    b = tl.program_id(0)
+    ri = tl.arange(0, BM)
+    ci = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ci[None, :]
+    inside = (rows < M) & (cols < N)
+    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside, other=0.0)
+    tau = tl.zeros([BM], dtype=tl.float32)
+    for k in range(0, K):
+        col = tl.sum(tl.where(cols == k, a, 0.0), axis=1)
+        alpha = tl.sum(tl.where(ri == k, col, 0.0), axis=0)
+        x = tl.where((ri > k) & (ri < M), col, 0.0)
+        xnorm2 = tl.sum(x * x, axis=0)
+        norm = tl.sqrt(alpha * alpha + xnorm2)
+        beta = tl.where(alpha >= 0.0, -norm, norm)
+        keep = xnorm2 == 0.0
+        tau_k = tl.where(keep, 0.0, (beta - alpha) / beta)
+        v = tl.where(ri == k, 1.0, tl.where(keep, 0.0, x / (alpha - beta)))
+        w = tl.sum(v[:, None] * a, axis=0)
+        a = a - tl.where(cols > k, tau_k * v[:, None] * w[None, :], 0.0)
+        a = tl.where((cols == k) & (rows == k), tl.where(keep, alpha, beta), a)
+        a = tl.where((cols == k) & (rows > k), v[:, None], a)
+        tau = tl.where(ri == k, tau_k, tau)
+    tl.store(r_ptr + b * s_rb + rows * s_rm + cols * s_rn, a, mask=inside)
+    tl.store(tau_ptr + b * K + ri, tau, mask=ri < K)
+
+
+@triton.jit
+def orgqr_kernel(a_ptr, tau_ptr, q_ptr, M, N, K, s_ab, s_am, s_an, s_qb, s_qm, s_qn,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Q = H_0 H_1 ... H_{K-1} I[:, :N] (LAPACK org2r) from the reflectors below a's diagonal
+    (its first K columns) and tau; the reflectors are applied last to first."""
+    b = tl.program_id(0)
+    ri = tl.arange(0, BM)
+    ci = tl.arange(0, BN)
+    ki = tl.arange(0, BK)
+    rows = ri[:, None]
+    cols = ci[None, :]
+    refl = tl.load(a_ptr + b * s_ab + rows * s_am + ki[None, :] * s_an, mask=(rows < M) & (ki[None, :] < K), other=0.0)
+    taus = tl.load(tau_ptr + b * K + ki, mask=ki < K, other=0.0)
+    q = tl.where((rows == cols) & (rows < M) & (cols < N), 1.0, 0.0)
+    for i in range(0, K):
+        k = K - 1 - i
+        col = tl.sum(tl.where(ki[None, :] == k, refl, 0.0), axis=1)
+        v = tl.where(ri == k, 1.0, tl.where(ri > k, col, 0.0))
+        tau_k = tl.sum(tl.where(ki == k, taus, 0.0), axis=0)
+        w = tl.sum(v[:, None] * q, axis=0)
+        q = q - tau_k * v[:, None] * w[None, :]
+    tl.store(q_ptr + b * s_qb + rows * s_qm + cols * s_qn, q, mask=(rows < M) & (cols < N))

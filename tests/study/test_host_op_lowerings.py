@@ -180,3 +180,18 @@ def test_convolutions_as_patches_and_a_gemm_on_the_chip(dims: int) -> None:
     _on_chip(lambda a, k, c: conv(a, k, c, groups=2), x[0], w, b)
     _on_chip(lambda a, k, c: conv(a, k, c, stride=2, groups=2), x.bfloat16(), w.bfloat16(), b.bfloat16(),
              rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_transposed_convolutions_as_direct_ones_on_the_chip(dims: int) -> None:
+    # stride (zeros inserted), padding beyond the kernel's reach (cropped), output_padding,
+    # dilation, groups (in / out channels swapped per group)
+    conv = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
+            3: torch.nn.functional.conv_transpose3d}[dims]
+    torch.manual_seed(5)
+    x = torch.randn(2, 4, *([5] * dims))
+    w = torch.randn(4, 3, *([3] * dims))
+    b = torch.randn(6)
+    _on_chip(lambda a, k, c: conv(a, k, c, stride=2, padding=1, output_padding=1, groups=2), x, w, b)
+    _on_chip(lambda a, k: conv(a, k, None, stride=3, padding=3, dilation=1), x, w)
+    _on_chip(lambda a, k: conv(a, k, None, stride=1, padding=0, dilation=2, groups=2), x, w)

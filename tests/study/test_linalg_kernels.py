@@ -101,3 +101,18 @@ def test_switch_off_and_large_matrices_stay_on_the_host() -> None:
     assert not rep.all_on_chip
     rep = _on_chip(torch.linalg.det, _spd(LIMIT + 1, LIMIT + 1) / LIMIT, rtol=1e-3, atol=1e-3)
     assert not rep.all_on_chip
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 4), (5, 5), (3, 4, 6)])
+def test_qr_family_on_chip_with_lapack_signs(shape) -> None:
+    torch.manual_seed(0)
+    a = torch.randn(*shape)
+    c = torch.randn(*shape[:-2], shape[-2], 3)
+    for fn in (lambda x, y: torch.geqrf(x),
+               lambda x, y: torch.linalg.qr(x),
+               lambda x, y: torch.linalg.qr(x, mode="complete"),
+               lambda x, y: torch.linalg.qr(x, mode="r")[1],
+               lambda x, y: torch.linalg.householder_product(*torch.geqrf(x[..., :min(x.shape[-2:])])),
+               lambda x, y: torch.ormqr(*torch.geqrf(x), y, transpose=True)):
+        rep = _on_chip(fn, a, c)
+        assert rep.kernels and rep.all_on_chip, rep.report()
