@@ -24,6 +24,14 @@ gathers and scatters of rows):
   (LAPACK's larfg conventions: beta = -sign(alpha) ||x||, tau = (beta - alpha) / beta, so Q and
   R have LAPACK's signs) and the kernel that applies the reflectors to the identity (org2r);
   ormqr multiplies by the Q so formed (a GEMM);
+- `_linalg_svd` without U and V (svdvals, matrix_rank, cond, the nuclear norm) and
+  `_linalg_eigh` without eigenvectors (eigvalsh, matrix_rank with hermitian = True): Jacobi
+  kernels (one-sided on the columns of the matrix or of its transpose, whichever is taller;
+  cyclic two-sided on the symmetric matrix), a fixed linalg_kernels.SWEEPS sweeps with no
+  early exit, then a sort; only up to EIG_LIMIT = 16 rows and columns (the work grows as n^4
+  per sweep in tile terms). Singular vectors and eigenvectors stay with LAPACK: their signs
+  are LAPACK's choice, which a Jacobi kernel does not reproduce; `linalg_pinv` (pinv,
+  pinverse), whose product the signs cancel out of, takes the same kernels with their vectors;
 - `_linalg_check_errors` (what torch.linalg.inv / cholesky / solve call to raise on a singular
   or not positive-definite input): a device assertion that `info` is 0, so those calls still
   fail, with the assertion's message rather than LinAlgError's.
@@ -126,6 +134,31 @@ def orgqr(a: torch.Tensor, tau: torch.Tensor, ncols: int) -> torch.Tensor:
     return _launch(K.orgqr_kernel, (b, 1, 1), {"q_ptr": q}, a_ptr=a, tau_ptr=tau.contiguous(), M=m, N=ncols, K=k,
                    **_strides("a", a), **_strides("q", q), BM=triton.next_power_of_2(m),
                    BN=triton.next_power_of_2(ncols), BK=triton.next_power_of_2(k))[0]
+
+
+def svdvals(a: torch.Tensor, vectors: bool = False) -> list[torch.Tensor]:
+    """[singular values (unsorted)] of each matrix of a (B, M, N) batch with N <= M; with
+    `vectors` also A V (column j: s_j u_j) and V."""
+    b, m, n = a.shape
+    outs = {"s_ptr": _empty((b, n), a.dtype, a)}
+    if vectors:
+        outs.update(ar_ptr=_empty((b, m, n), a.dtype, a), v_ptr=_empty((b, n, n), a.dtype, a))
+    else:
+        outs.update(ar_ptr=_empty((1,), a.dtype, a), v_ptr=_empty((1,), a.dtype, a))
+    got = _launch(K.svdvals_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, **_strides("a", a), VECS=vectors,
+                  BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
+    return got if vectors else got[:1]
+
+
+def eigvalsh(a: torch.Tensor, upper: bool, vectors: bool = False) -> list[torch.Tensor]:
+    """[eigenvalues (unsorted)] of each symmetric matrix of a (B, N, N) batch, from one triangle;
+    with `vectors` also the eigenvectors (columns)."""
+    b, n, _ = a.shape
+    outs = {"w_ptr": _empty((b, n), a.dtype, a),
+            "v_ptr": _empty((b, n, n) if vectors else (1,), a.dtype, a)}
+    got = _launch(K.eigvalsh_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), UPPER=upper, VECS=vectors,
+                  BN=triton.next_power_of_2(n))
+    return got if vectors else got[:1]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -405,6 +438,135 @@ def _ormqr(refl, tau, other, left=True, transpose=False):
     return q @ other if left else other @ q
 
 
+# ----------------------------------------------------------------------------- values only: Jacobi
+
+def _small(a) -> bool:
+    return _takes(a) and max(a.shape[-2:]) <= K.EIG_LIMIT
+
+
+def _linalg_svd(a, full_matrices=True, compute_uv=True, driver=None):
+    if compute_uv or driver is not None or not _small(a):
+        return NotImplemented
+    tall = a if a.shape[-2] >= a.shape[-1] else a.mT
+    sv = svdvals(_flat(tall))[0].reshape(*a.shape[:-2], tall.shape[-1])
+    none = torch.empty(0, dtype=a.dtype, device=a.device)
+    return none, torch.sort(sv, dim=-1, descending=True).values, none
+
+
+def _linalg_eigh(a, UPLO="L", compute_v=True):  # noqa: N803 - aten's argument name
+    if compute_v or not (_small(a) and _square(a)):
+        return NotImplemented
+    w = eigvalsh(_flat(a), UPLO == "U")[0].reshape(a.shape[:-1])
+    return torch.sort(w, dim=-1).values, torch.empty(0, dtype=a.dtype, device=a.device)
+
+
+def _pinv(a, atol=None, rtol=None, hermitian=False):
+    """linalg.pinv through the Jacobi kernels: A+ = V diag(1 / s_j) U^T over the s_j above
+    max(atol, rtol * max s) (aten's cut-off and defaults: rtol eps * max(m, n) unless atol is
+    given and positive). The vectors' signs cancel in the product, so it is LAPACK's result to
+    rounding. hermitian: V diag(1 / w_j) V^T over |w_j| above the cut-off, from the cyclic
+    Jacobi kernel's eigenvectors."""
+    if not _small(a) or any(isinstance(t, torch.Tensor) and t.dtype not in (torch.float32, torch.float64)
+                            for t in (atol, rtol)):
+        return NotImplemented
+    m, n = a.shape[-2:]
+    if hermitian and m != n:
+        return NotImplemented
+    batch = a.shape[:-2]
+
+    def tol_of(v):
+        if v is None:
+            return None
+        return v.to(a.dtype) if isinstance(v, torch.Tensor) else torch.tensor(float(v), dtype=a.dtype)
+    atol_t, rtol_t = tol_of(atol), tol_of(rtol)
+    if rtol_t is None:
+        default = torch.finfo(a.dtype).eps * max(m, n)
+        rtol_t = torch.full((), default, dtype=a.dtype) if atol_t is None else \
+            torch.where(atol_t > 0, torch.zeros((), dtype=a.dtype), torch.full((), default, dtype=a.dtype))
+    if atol_t is None:
+        atol_t = torch.zeros((), dtype=a.dtype)
+    if hermitian:
+        w, v = eigvalsh(_flat(a), False, vectors=True)
+        w, v = w.reshape(*batch, n), v.reshape(*batch, n, n)
+        cut = torch.maximum(atol_t[..., None], rtol_t[..., None] * w.abs().amax(-1, keepdim=True))
+        inv = torch.where(w.abs() > cut, 1.0 / w, torch.zeros_like(w))
+        return (v * inv[..., None, :]) @ v.mT
+    tall = a if m >= n else a.mT
+    s, ar, v = svdvals(_flat(tall), vectors=True)
+    k = tall.shape[-1]
+    s, ar, v = s.reshape(*batch, k), ar.reshape(*batch, tall.shape[-2], k), v.reshape(*batch, k, k)
+    cut = torch.maximum(atol_t[..., None], rtol_t[..., None] * s.amax(-1, keepdim=True))
+    inv2 = torch.where(s > cut, 1.0 / (s * s), torch.zeros_like(s))
+    out = (v * inv2[..., None, :]) @ ar.mT          # V diag(1 / s^2) (A V)^T = V diag(1 / s) U^T
+    return out if m >= n else out.mT
+
+
+def _pinv_rcond(a, rcond=1e-15, hermitian=False):
+    return _pinv(a, None, rcond, hermitian)
+
+
+def _values_only(graph: torch.fx.Graph) -> None:
+    """Under torch.compile, linalg.svdvals and eigvalsh reach the graph as _linalg_svd /
+    _linalg_eigh asking for the vectors too (their fake inputs count as tensor subclasses, for
+    which aten computes the vectors in case a gradient needs them), so the decompositions above
+    never see compute_uv / compute_v False. After AOTAutograd, a call whose vectors nothing
+    reads is replaced by the values-only form, traced from the decomposition into the graph."""
+    import operator
+
+    import torch._inductor.config as ic
+    from torch._guards import detect_fake_mode
+    from torch._inductor.pattern_matcher import fwd_only
+
+    from backend.inductor_cpu import options
+    if not (options.enabled("linalg_kernels") and ic.cpu_backend == "triton"):
+        return
+    aten = torch.ops.aten
+    for node in list(graph.nodes):
+        svd = node.target is aten._linalg_svd.default
+        if node.op != "call_function" or not (svd or node.target is aten._linalg_eigh.default):
+            continue
+        values = 1 if svd else 0
+        users = list(node.users)
+        if not users or not all(u.target is operator.getitem and u.args[1] == values for u in users):
+            continue
+        a = node.args[0]
+        val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or val.device.type != "cpu" or not _small(val):
+            continue
+        if svd:
+            if node.kwargs.get("driver") is not None:
+                continue
+            fn = lambda x: _linalg_svd(x, False, False)[1]  # noqa: E731
+        else:
+            uplo = node.args[1] if len(node.args) > 1 else node.kwargs.get("UPLO", "L")
+            if not _square(val):
+                continue
+            fn = _eigvals_of(uplo)
+        with detect_fake_mode((val,)):
+            gm = fwd_only(fn, [val])
+        placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
+        with graph.inserting_before(node):
+            out = graph.graph_copy(gm.graph, {placeholder: a})
+        for u in users:
+            u.replace_all_uses_with(out)
+            graph.erase_node(u)
+        graph.erase_node(node)
+
+
+def _eigvals_of(uplo: str) -> Callable:
+    return lambda x: _linalg_eigh(x, uplo, False)[0]
+
+
+class ValuesOnly:
+    """Inductor's post-grad custom pre-pass (config.post_grad_custom_pre_pass): `_values_only`."""
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        _values_only(graph)
+
+    def uuid(self) -> str:
+        return "mtia-linalg-values-only-1"
+
+
 _LOWERING_ORIGINAL: dict[Any, Callable] = {}
 
 
@@ -440,6 +602,9 @@ def _decomps() -> dict[Any, Callable]:
         aten.triangular_solve.default: _triangular_solve, aten.linalg_solve_triangular.default: _solve_triangular,
         aten.geqrf.default: _geqrf, aten.linalg_householder_product.default: _householder_product,
         aten.linalg_qr.default: _linalg_qr, aten.ormqr.default: _ormqr,
+        aten._linalg_svd.default: _linalg_svd, aten._linalg_eigh.default: _linalg_eigh,
+        aten.linalg_pinv.atol_rtol_tensor: _pinv, aten.linalg_pinv.atol_rtol_float: _pinv,
+        aten.linalg_pinv.default: _pinv_rcond, aten.linalg_pinv.rcond_tensor: _pinv_rcond,
     }
 
 
@@ -454,6 +619,9 @@ def install() -> None:
     if current is not None and not hasattr(current, "mtia_original"):
         _LOWERING_ORIGINAL[op] = current
         L.lowerings[op] = _check_errors_lowering(current)
+    import torch._inductor.config as ic
+    if ic.post_grad_custom_pre_pass is None:
+        ic.post_grad_custom_pre_pass = ValuesOnly()
 
 
 def uninstall() -> None:
@@ -464,3 +632,6 @@ def uninstall() -> None:
     for op, original in _LOWERING_ORIGINAL.items():
         L.lowerings[op] = original
     _LOWERING_ORIGINAL.clear()
+    import torch._inductor.config as ic
+    if isinstance(ic.post_grad_custom_pre_pass, ValuesOnly):
+        ic.post_grad_custom_pre_pass = None

@@ -192,3 +192,100 @@ def orgqr_kernel(a_ptr, tau_ptr, q_ptr, M, N, K, s_ab, s_am, s_an, s_qb, s_qm, s
         w = tl.sum(v[:, None] * q, axis=0)
         q = q - tau_k * v[:, None] * w[None, :]
     tl.store(q_ptr + b * s_qb + rows * s_qm + cols * s_qn, q, mask=(rows < M) & (cols < N))
+
+
+# sweeps of the Jacobi kernels: each sweep visits every pair once; for the sizes they take
+# (EIG_LIMIT) the off-diagonal mass falls quadratically and is below FP32 rounding long before
+SWEEPS = tl.constexpr(10)
+EIG_LIMIT = 16
+
+
+@triton.jit
+def svdvals_kernel(a_ptr, s_ptr, ar_ptr, v_ptr, M, N, s_ab, s_am, s_an, VECS: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr):
+    """Singular values by one-sided Jacobi (Hestenes): plane rotations of column pairs until the
+    columns are orthogonal; the values are the column norms (unsorted). Takes the matrix with
+    N <= M (a wide matrix's transpose, as a view). VECS: also the rotated matrix A V (column j
+    is s_j u_j) and the rotations' product V, both row-major (B, M, N) and (B, N, N)."""
+    b = tl.program_id(0)
+    ri = tl.arange(0, BM)
+    ci = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ci[None, :]
+    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=(rows < M) & (cols < N), other=0.0)
+    vi = ci[:, None]
+    v = tl.where((vi == cols) & (vi < N), 1.0, 0.0)
+    for step in range(0, SWEEPS * N * N):
+        p = (step // N) % N
+        q = step % N
+        col_p = tl.sum(tl.where(cols == p, a, 0.0), axis=1)
+        col_q = tl.sum(tl.where(cols == q, a, 0.0), axis=1)
+        alpha = tl.sum(col_p * col_p, axis=0)
+        beta = tl.sum(col_q * col_q, axis=0)
+        gamma = tl.sum(col_p * col_q, axis=0)
+        turn = (q > p) & (gamma != 0.0)
+        zeta = (beta - alpha) / (2.0 * tl.where(turn, gamma, 1.0))
+        t = tl.where(zeta >= 0.0, 1.0, -1.0) / (tl.abs(zeta) + tl.sqrt(1.0 + zeta * zeta))
+        c = tl.where(turn, 1.0 / tl.sqrt(1.0 + t * t), 1.0)
+        s = tl.where(turn, c * t, 0.0)
+        new_p = c * col_p - s * col_q
+        new_q = s * col_p + c * col_q
+        a = tl.where(cols == p, new_p[:, None], tl.where(cols == q, new_q[:, None], a))
+        if VECS:
+            v_p = tl.sum(tl.where(cols == p, v, 0.0), axis=1)
+            v_q = tl.sum(tl.where(cols == q, v, 0.0), axis=1)
+            v = tl.where(cols == p, (c * v_p - s * v_q)[:, None], tl.where(cols == q, (s * v_p + c * v_q)[:, None], v))
+    sv = tl.sqrt(tl.sum(a * a, axis=0))
+    tl.store(s_ptr + b * N + ci, sv, mask=ci < N)
+    if VECS:
+        tl.store(ar_ptr + b * M * N + rows * N + cols, a, mask=(rows < M) & (cols < N))
+        tl.store(v_ptr + b * N * N + vi * N + cols, v, mask=(vi < N) & (cols < N))
+
+
+@triton.jit
+def eigvalsh_kernel(a_ptr, w_ptr, v_ptr, N, s_ab, s_am, s_an, UPPER: tl.constexpr, VECS: tl.constexpr,
+                    BN: tl.constexpr):
+    """Eigenvalues of a symmetric matrix (from its lower triangle, or its upper one) by cyclic
+    Jacobi: rotations J^T A J that zero a_pq, pair after pair; the values are the diagonal
+    (unsorted). VECS: also the rotations' product V (eigenvectors in its columns, row-major
+    (B, N, N))."""
+    b = tl.program_id(0)
+    ri = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ri[None, :]
+    inside = (rows < N) & (cols < N)
+    if UPPER:
+        tri = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside & (cols >= rows), other=0.0)
+        a = tri + tl.trans(tl.where(cols > rows, tri, 0.0))
+    else:
+        tri = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside & (cols <= rows), other=0.0)
+        a = tri + tl.trans(tl.where(cols < rows, tri, 0.0))
+    v = tl.where((rows == cols) & (rows < N), 1.0, 0.0)
+    for step in range(0, SWEEPS * N * N):
+        p = (step // N) % N
+        q = step % N
+        row_p = tl.sum(tl.where(rows == p, a, 0.0), axis=0)
+        row_q = tl.sum(tl.where(rows == q, a, 0.0), axis=0)
+        app = tl.sum(tl.where(ri == p, row_p, 0.0), axis=0)
+        aqq = tl.sum(tl.where(ri == q, row_q, 0.0), axis=0)
+        apq = tl.sum(tl.where(ri == q, row_p, 0.0), axis=0)
+        turn = (q > p) & (apq != 0.0)
+        theta = (aqq - app) / (2.0 * tl.where(turn, apq, 1.0))
+        t = tl.where(theta >= 0.0, 1.0, -1.0) / (tl.abs(theta) + tl.sqrt(1.0 + theta * theta))
+        c = tl.where(turn, 1.0 / tl.sqrt(1.0 + t * t), 1.0)
+        s = tl.where(turn, c * t, 0.0)
+        # rows p, q of J^T A, then columns p, q of (J^T A) J
+        a = tl.where(rows == p, (c * row_p - s * row_q)[None, :],
+                     tl.where(rows == q, (s * row_p + c * row_q)[None, :], a))
+        col_p = tl.sum(tl.where(cols == p, a, 0.0), axis=1)
+        col_q = tl.sum(tl.where(cols == q, a, 0.0), axis=1)
+        a = tl.where(cols == p, (c * col_p - s * col_q)[:, None],
+                     tl.where(cols == q, (s * col_p + c * col_q)[:, None], a))
+        if VECS:
+            v_p = tl.sum(tl.where(cols == p, v, 0.0), axis=1)
+            v_q = tl.sum(tl.where(cols == q, v, 0.0), axis=1)
+            v = tl.where(cols == p, (c * v_p - s * v_q)[:, None], tl.where(cols == q, (s * v_p + c * v_q)[:, None], v))
+    w = tl.sum(tl.where(rows == cols, a, 0.0), axis=0)
+    tl.store(w_ptr + b * N + ri, w, mask=ri < N)
+    if VECS:
+        tl.store(v_ptr + b * N * N + rows * N + cols, v, mask=inside)

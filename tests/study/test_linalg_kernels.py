@@ -116,3 +116,25 @@ def test_qr_family_on_chip_with_lapack_signs(shape) -> None:
                lambda x, y: torch.ormqr(*torch.geqrf(x), y, transpose=True)):
         rep = _on_chip(fn, a, c)
         assert rep.kernels and rep.all_on_chip, rep.report()
+
+
+def test_singular_values_eigenvalues_and_pinv_on_chip() -> None:
+    # svdvals / eigvalsh reach the graph asking for vectors nothing reads (ValuesOnly rewrites
+    # them); pinv's product is sign-free, so the Jacobi kernels' vectors serve it
+    torch.manual_seed(0)
+    a, sym = torch.randn(2, 6, 4), _spd(3, 5, 5) - 5 * torch.eye(5)
+    for fn, x in ((torch.linalg.svdvals, a), (torch.linalg.svdvals, a.mT), (torch.linalg.matrix_rank, a),
+                  (lambda t: torch.linalg.matrix_norm(t, "nuc"), a), (torch.linalg.cond, a[:, :4]),
+                  (torch.linalg.eigvalsh, sym), (lambda t: torch.linalg.eigvalsh(t, UPLO="U"), sym),
+                  (torch.linalg.pinv, a), (torch.linalg.pinv, a.mT),
+                  (lambda t: torch.linalg.pinv(t, hermitian=True), sym),
+                  (lambda t: torch.linalg.pinv(t, atol=0.5), a)):
+        rep = _on_chip(fn, x, rtol=1e-3, atol=1e-4)
+        assert rep.kernels and rep.all_on_chip, rep.report()
+
+
+def test_vectors_stay_with_lapack() -> None:
+    # their signs are LAPACK's choice: svd and eigh with vectors are not rewritten
+    torch.manual_seed(0)
+    rep = _on_chip(lambda t: torch.linalg.svd(t).U.abs(), torch.randn(4, 4))
+    assert not rep.all_on_chip
