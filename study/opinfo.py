@@ -60,7 +60,8 @@ DEFAULT_OUT = REPO / "results" / "raw" / "opinfo_coverage.csv"
 
 COLUMNS = ("run_id", "git_sha", "versions", "op", "variant", "dtype", "status", "n_samples", "n_kernels",
            "n_launches", "max_abs_err", "atol", "rtol", "error_type", "error_origin", "backend_op",
-           "error_message", "error_where", "n_graphs", "fallback_ops", "no_triton_reason", "inductor_cpp", "wall_s",
+           "error_message", "error_where", "n_graphs", "fallback_ops", "no_triton_reason", "inductor_cpp", "judged_by",
+           "wall_s",
            "measured_at")
 # results/raw/opinfo_coverage.csv; one row per (op, variant, dtype), whatever the code (the
 # notebook keeps the latest of repeats by measured_at)

@@ -61,6 +61,8 @@ How each op is rewritten, and what that costs against the aten kernel:
 - `_trilinear` (nn.functional.bilinear): the three inputs unsqueezed at their expand dims,
   multiplied and summed, one reduction kernel where aten takes two matrix products; the
   broadcast product is never stored.
+- `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
+  gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
   beta * self + alpha * product as pointwise code (self ignored for beta = 0, as aten does).
   The mm is Inductor's like any other (a GEMM template or the expert GEMM); not addmm, which
@@ -547,6 +549,22 @@ def _bmm(a, b):
     return torch.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
 
 
+# ----------------------------------------------------------------------------- empty reductions
+
+def _var_mean(x, dim=None, *, correction=None, keepdim=False):
+    """var_mean over no elements: NaN for both, as eager gives. Inductor's Welford reduction
+    returns a mean of 0 there (its C++ and Triton code alike); other calls keep its lowering."""
+    import torch
+    dims = list(range(x.dim())) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else \
+        [d % max(x.dim(), 1) for d in ([dim] if isinstance(dim, int) else dim)]
+    if not x.dtype.is_floating_point or math.prod(x.shape[d] for d in dims) != 0:
+        return NotImplemented
+    shape = [1 if d in dims else n for d, n in enumerate(x.shape)] if keepdim else \
+        [n for d, n in enumerate(x.shape) if d not in dims]
+    nan = torch.full(shape, math.nan, dtype=x.dtype, device=x.device)
+    return nan, nan.clone()
+
+
 def _register_all() -> None:
     import torch
     aten = torch.ops.aten
@@ -556,7 +574,8 @@ def _register_all() -> None:
              aten.scatter_reduce.two: _scatter_reduce, aten.scatter.reduce: _scatter_multiply,
              aten.scatter.value_reduce: _scatter_multiply,
              aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
-             aten._trilinear.default: _trilinear, aten.convolution.default: _convolution}
+             aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
+             aten.var_mean.correction: _var_mean}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -195,3 +195,8 @@ def test_transposed_convolutions_as_direct_ones_on_the_chip(dims: int) -> None:
     _on_chip(lambda a, k, c: conv(a, k, c, stride=2, padding=1, output_padding=1, groups=2), x, w, b)
     _on_chip(lambda a, k: conv(a, k, None, stride=3, padding=3, dilation=1), x, w)
     _on_chip(lambda a, k: conv(a, k, None, stride=1, padding=0, dilation=2, groups=2), x, w)
+
+
+def test_var_mean_over_no_elements_is_nan() -> None:
+    _on_chip(lambda a, b: (torch.var_mean(a, dim=1), torch.std_mean(b, dim=0), a.sum()), torch.randn(3, 0),
+             torch.randn(0, 4))

@@ -232,3 +232,22 @@ def test_samples_with_data_come_before_empty_ones():
     # only empty samples within the scan: they fill in
     got, _ = _samples(op, torch.float32, 3, scan=3)
     assert len(got) == 3 and not any(has_data(s) for s, _ in got)
+
+
+def test_low_precision_rows_may_be_judged_against_fp64_but_not_past_nan():
+    from study.opinfo_op import closer_than_eager
+    exact = torch.tensor([100.3, -0.7], dtype=torch.float64)
+    nearer = exact.bfloat16()                                   # rounded once
+    eager = torch.tensor([101.0, -0.5], dtype=torch.bfloat16)   # rounded per operation
+    assert closer_than_eager(eager, nearer, exact, 0.01)
+    assert not closer_than_eager(nearer, eager, exact, 0.01)   # the other way round fails
+    # eager and FP64 both NaN (a mean over no elements): a number is not let through
+    nan64 = torch.tensor(float("nan"), dtype=torch.float64)
+    assert not closer_than_eager(torch.tensor(float("nan")).bfloat16(), torch.tensor(0.0).bfloat16(), nan64, 0.01)
+
+
+def test_cross_in_bf16_passes_against_fp64_and_says_so():
+    """Eager's bf16 cross product rounds a*b and c*d before subtracting; Inductor keeps FP32
+    between them. The row passes by the FP64 rule and records it."""
+    r = opinfo.run_op(_op("linalg.cross"), torch.bfloat16, n_samples=3)
+    assert r.status == "pass" and r.judged_by == "fp64_ref", r
