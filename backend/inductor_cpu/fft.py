@@ -195,12 +195,15 @@ def _polar(magnitude, angle):
 
 
 def _to_complex(x, dtype):
-    """An FP32 tensor converted to complex64 (`Tensor.cfloat()`): the values with a zero
-    imaginary part."""
+    """A real tensor converted to complex64 or complex32 (`Tensor.cfloat()`, `chalf()`): the
+    values in the part's precision (FP32, FP16) with a zero imaginary part. complex128 stays
+    with aten (no FP64 on the chip)."""
     import torch
-    if dtype != torch.complex64 or x.dtype != torch.float32:
+    part = {torch.complex64: torch.float32, torch.complex32: torch.float16}.get(dtype)
+    if part is None or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         return NotImplemented
-    return _complex(x, torch.zeros_like(x))
+    re = x.to(part)
+    return torch.view_as_complex(torch.stack((re, torch.zeros_like(re)), -1))
 
 
 def _decomps() -> dict[Any, Callable]:

@@ -42,9 +42,11 @@ def test_complex_inputs_and_builders() -> None:
     rep = _on_chip(lambda a: (torch.fft.fftn(a), torch.fft.ifft(a.conj_physical(), dim=0)), z)
     assert rep.kernels and rep.all_on_chip, rep.report()
     a, b = torch.randn(3, 4), torch.randn(3, 4)
-    for fn in (torch.complex, torch.polar, lambda x, _: x.cfloat()):
+    for fn in (torch.complex, torch.polar, lambda x, _: x.cfloat(), lambda x, _: x.chalf()):
         rep = _on_chip(fn, a, b)
         assert rep.kernels and rep.all_on_chip, rep.report()
+    rep = _on_chip(lambda x: x.cfloat(), a.bfloat16())
+    assert rep.kernels and rep.all_on_chip, rep.report()
 
 
 def test_switch_off_and_long_transforms_stay_on_the_host() -> None:
