@@ -251,3 +251,12 @@ def test_cross_in_bf16_passes_against_fp64_and_says_so():
     between them. The row passes by the FP64 rule and records it."""
     r = opinfo.run_op(_op("linalg.cross"), torch.bfloat16, n_samples=3)
     assert r.status == "pass" and r.judged_by == "fp64_ref", r
+
+
+def test_max_abs_err_reads_sparse_layouts_densely():
+    from study.opinfo_op import max_abs_err
+    a = torch.tensor([[0.0, 1.0], [2.0, 0.0]])
+    b = a.clone()
+    b[1, 0] = 2.5
+    assert max_abs_err(a.to_sparse_csr(), b.to_sparse_csr()) == 0.5
+    assert max_abs_err(a.to_sparse(), b) == 0.5
