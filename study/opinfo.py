@@ -130,8 +130,23 @@ def configure(cache_dir: str | None = None) -> None:
     host_ops.install()  # `host_op_lowerings`: ops Inductor leaves to aten, rewritten into Triton code
     fft.install()  # `dft_lowerings`: the FFT ops as DFT matmuls
     linalg.install()  # `linalg_kernels`: LU / Cholesky / triangular solves as Triton kernels
+    _unwrap_set_seed()
     import warnings
     warnings.filterwarnings("ignore")
+
+
+def _unwrap_set_seed() -> None:
+    """OpInfo calls some ops (scaled_dot_product_attention, multi_head_attention_forward, the
+    random ones) through `wrapper_set_seed`, which pins the seed to 42 inside a
+    `freeze_rng_state` block that Dynamo does not trace: the whole call then ran eagerly (no
+    graph). T4 seeds the generator itself before every eager and compiled run (and calls an op
+    whose output depends on the seed random, `_is_random`), so the wrapper is replaced by a
+    plain call."""
+    from torch.testing._internal import common_methods_invocations as cmi
+
+    def call(op, *args, **kwargs):
+        return op(*args, **kwargs)
+    cmi.wrapper_set_seed = call
 
 
 def warm_up() -> None:

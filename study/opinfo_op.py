@@ -184,7 +184,9 @@ SAMPLE_SCAN = 200
 
 
 def _samples(op, dtype, n: int, scan: int):
-    """Up to n (sample, eager_output) pairs whose eager run works, scanning at most `scan`.
+    """Up to n (sample, eager_output) pairs whose eager run works and does not depend on the
+    seed (a sample with dropout_p > 0 is left out; an op all of whose samples are random is
+    reported random), scanning at most `scan`.
 
     Samples with data come first: OpInfo generators often open with empty tensors
     (`searchsorted`, `cholesky_solve`, `svd`, `nn.functional.unfold` ...), and an op tried only on
@@ -195,7 +197,7 @@ def _samples(op, dtype, n: int, scan: int):
     import itertools
     import torch
     from torch.utils._pytree import tree_leaves
-    full, empty, eager_err = [], [], None
+    full, empty, eager_err, random_seen = [], [], None, False
     torch.manual_seed(0)
     gen = op.sample_inputs("cpu", dtype, requires_grad=False)
     for s in itertools.islice(gen, scan):
@@ -209,10 +211,20 @@ def _samples(op, dtype, n: int, scan: int):
         except Exception as e:  # noqa: BLE001 - eager failure makes the sample inapplicable
             eager_err = e
             continue
+        if _is_random(op, s, ref):
+            random_seen = True
+            continue  # its output depends on the seed (dropout_p > 0): nothing to compare with
         (empty if is_empty else full).append((s, ref))
         if len(full) >= n:
             break
-    return full + empty[:max(0, n - len(full))], eager_err
+    chosen = full + empty[:max(0, n - len(full))]
+    if not chosen and random_seen:
+        eager_err = RandomOutput("random: eager output depends on the seed")
+    return chosen, eager_err
+
+
+class RandomOutput(Exception):
+    """Every sample's eager output depends on the seed."""
 
 
 def _is_random(op, sample, ref) -> bool:
@@ -250,12 +262,12 @@ def run_op(op, dtype, n_samples: int = 3, compile_fn=None, cpp_control: bool = T
     except Exception as e:  # noqa: BLE001
         return done(error_type=type(e).__name__, error_message="sample generation failed: " + _first_line(str(e)))
     if not samples:
+        if isinstance(eager_err, RandomOutput):
+            return done(error_message=str(eager_err))
         if eager_err is not None:
             return done(error_type=type(eager_err).__name__,
                         error_message="eager failed on every sample: " + _first_line(str(eager_err)))
         return done(error_message="no sample inputs")
-    if _is_random(op, *samples[0]):
-        return done(error_message="random: eager output depends on the seed")
 
     rtol, atol = tolerances(op, dtype)
     res.rtol, res.atol = rtol, atol

@@ -260,3 +260,16 @@ def test_max_abs_err_reads_sparse_layouts_densely():
     b[1, 0] = 2.5
     assert max_abs_err(a.to_sparse_csr(), b.to_sparse_csr()) == 0.5
     assert max_abs_err(a.to_sparse(), b) == 0.5
+
+
+def test_random_samples_are_left_out_and_wrapped_ops_compile():
+    """sdpa's third sample has dropout_p = 0.5: left out (its output depends on the seed); the
+    op, which OpInfo calls through wrapper_set_seed (untraceable by Dynamo), now compiles."""
+    from study.opinfo_op import SAMPLE_SCAN, _samples
+    op = _op("nn.functional.scaled_dot_product_attention")
+    got, _ = _samples(op, torch.float32, 3, scan=3 + SAMPLE_SCAN)
+    assert len(got) == 3 and all(s.kwargs.get("dropout_p", 0.0) == 0.0 for s, _ in got)
+    r = opinfo.run_op(op, torch.float32, n_samples=1)
+    assert r.status == "pass" and r.n_graphs >= 1, r
+    r = opinfo.run_op(_op("nn.functional.dropout"), torch.float32, n_samples=1)
+    assert r.status == "skipped" and "random" in r.error_message
