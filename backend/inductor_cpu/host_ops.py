@@ -61,6 +61,10 @@ How each op is rewritten, and what that costs against the aten kernel:
 - `_trilinear` (nn.functional.bilinear): the three inputs unsqueezed at their expand dims,
   multiplied and summed, one reduction kernel where aten takes two matrix products; the
   broadcast product is never stored.
+- `index_add` on bf16 / fp16 (sources up to INDEX_ADD_16_LIMIT elements): in FP32 and rounded
+  once, where Inductor leaves 16-bit index_add to aten (its atomic adds are FP32 only).
+- `_adaptive_avg_pool3d`: two 2-D adaptive average pools (over D with H*W kept, then over
+  H, W), which Inductor lowers: a mean of means, where eager divides one sum.
 - `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
   gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
@@ -549,6 +553,44 @@ def _bmm(a, b):
     return torch.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
 
 
+# ----------------------------------------------------------------------------- 16-bit index_add
+
+# largest source (elements) of a 16-bit index_add taken in FP32: the T3 jagged block's attention
+# pooling (bf16, far larger) took 527k cycles this way, where the host call is a roofline estimate
+# of well under one microsecond, so large calls stay on the host
+INDEX_ADD_16_LIMIT = 1 << 16
+
+
+def _index_add_16(self, dim, index, source, *, alpha=1):
+    """index_add on bf16 / fp16: Inductor's form is index_put with accumulation, atomic adds that
+    the chip (and Inductor's Triton path) has for FP32 only, so it leaves 16-bit calls to aten.
+    Here they accumulate in FP32 and round once (eager rounds after every add: the results
+    differ where several sources meet one position, the FP32 sum being the nearer one)."""
+    import torch
+    if self.dtype not in (torch.bfloat16, torch.float16) or source.numel() > INDEX_ADD_16_LIMIT:
+        return NotImplemented
+    return self.float().index_add(dim, index, source.float(), alpha=alpha).to(self.dtype)
+
+
+# ----------------------------------------------------------------------------- adaptive pooling
+
+def _adaptive_avg_pool3d(x, output_size):
+    """3-D adaptive average pooling (Inductor lowers the 2-D one, not this) as two 2-D ones: the
+    mean over a box of windows is the mean over D's window of the means over (H, W)'s, and a
+    2-D adaptive pool whose output keeps a dimension's size pools nothing along it. First
+    (D, H*W) -> (OD, H*W), then (H, W) -> (OH, OW). Each output is a mean of means (two roundings
+    in the input's precision where eager divides one sum once)."""
+    import torch.nn.functional as F
+    od, oh, ow = output_size
+    if x.dim() not in (4, 5) or not x.dtype.is_floating_point or x.numel() == 0:
+        return NotImplemented
+    lead = x.shape[:-3]
+    d, h, w = x.shape[-3:]
+    y = F.adaptive_avg_pool2d(x.reshape(-1, d, h * w), (od, h * w))          # (L, OD, H*W)
+    y = F.adaptive_avg_pool2d(y.reshape(-1, h, w), (oh, ow))                 # (L*OD, OH, OW)
+    return y.reshape(*lead, od, oh, ow)
+
+
 # ----------------------------------------------------------------------------- empty reductions
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
@@ -575,7 +617,8 @@ def _register_all() -> None:
              aten.scatter.value_reduce: _scatter_multiply,
              aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
              aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
-             aten.var_mean.correction: _var_mean}
+             aten.var_mean.correction: _var_mean, aten.index_add.default: _index_add_16,
+             aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -200,3 +200,30 @@ def test_transposed_convolutions_as_direct_ones_on_the_chip(dims: int) -> None:
 def test_var_mean_over_no_elements_is_nan() -> None:
     _on_chip(lambda a, b: (torch.var_mean(a, dim=1), torch.std_mean(b, dim=0), a.sum()), torch.randn(3, 0),
              torch.randn(0, 4))
+
+
+def test_bf16_index_add_in_fp32_and_large_ones_on_the_host() -> None:
+    from backend.inductor_cpu.host_ops import INDEX_ADD_16_LIMIT
+    torch.manual_seed(0)
+    idx = torch.tensor([0, 2, 2, 5, 0])
+    src = torch.randn(5, 3).bfloat16()
+    # FP32 accumulation rounded once: checked against the FP32 sum of the same bf16 numbers
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    fn = lambda s, i, v: s.index_add(0, i, v, alpha=2)  # noqa: E731
+    compiled, rep = compile_for_mtia(fn, torch.zeros(6, 3).bfloat16(), idx, src)
+    assert rep.kernels and rep.all_on_chip, rep.report()
+    want = torch.zeros(6, 3).index_add(0, idx, src.float(), alpha=2).bfloat16()
+    torch.testing.assert_close(compiled(torch.zeros(6, 3).bfloat16(), idx, src), want, rtol=0, atol=0)
+    n = INDEX_ADD_16_LIMIT + 1
+    torch._dynamo.reset()
+    _, rep = compile_for_mtia(lambda s, i, v: s.index_add(0, i, v), torch.zeros(4).bfloat16(),
+                              torch.zeros(n, dtype=torch.long), torch.ones(n).bfloat16())
+    assert not rep.all_on_chip
+
+
+def test_adaptive_avg_pool3d_as_two_2d_pools() -> None:
+    torch.manual_seed(0)
+    pool = torch.nn.functional.adaptive_avg_pool3d
+    _on_chip(lambda a: pool(a, (3, 2, 4)), torch.randn(2, 3, 7, 5, 9))   # uneven, overlapping windows
+    _on_chip(lambda a: pool(a, (1, 5, 1)), torch.randn(3, 4, 5, 6))      # unbatched
