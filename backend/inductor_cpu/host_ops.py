@@ -65,6 +65,8 @@ How each op is rewritten, and what that costs against the aten kernel:
   once, where Inductor leaves 16-bit index_add to aten (its atomic adds are FP32 only).
 - `_adaptive_avg_pool3d`: two 2-D adaptive average pools (over D with H*W kept, then over
   H, W), which Inductor lowers: a mean of means, where eager divides one sum.
+- `avg_pool2d` with a window over 25 elements and a stride unlike it (Inductor's fallback case):
+  window sums of the zero-padded input unfolded along H and W, over aten's divisor per output.
 - `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
   gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
@@ -591,6 +593,56 @@ def _adaptive_avg_pool3d(x, output_size):
     return y.reshape(*lead, od, oh, ow)
 
 
+def _pool_out(n: int, k: int, s: int, p: int, ceil_mode: bool) -> int:
+    """aten's pooling output length (pooling_output_shape, dilation 1)."""
+    out = (n + 2 * p - k + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    """avg_pool2d with a window of more than 25 elements and a stride that differs from it,
+    which Inductor leaves to aten (its lowering unrolls the window): window sums as a zero-padded
+    input unfolded along H and W and reduced, divided by aten's divisor for each output (the
+    window clipped to the padded input, or to the input without count_include_pad, or
+    divisor_override), computed from the static shape. Smaller windows keep Inductor's
+    lowering."""
+    import torch
+    pair = lambda v: [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)  # noqa: E731
+    k = pair(kernel_size)
+    st = pair(stride) if stride else k
+    pd = pair(padding)
+    if x.dim() not in (3, 4) or not x.dtype.is_floating_point or x.numel() == 0:
+        return NotImplemented
+    if k[0] * k[1] <= 25 or k == st:
+        return NotImplemented
+    size = list(x.shape[-2:])
+    out = [_pool_out(size[i], k[i], st[i], pd[i], ceil_mode) for i in range(2)]
+    if min(out) <= 0:
+        return NotImplemented
+    right = [max((out[i] - 1) * st[i] + k[i] - size[i] - pd[i], 0) for i in range(2)]
+    xp = torch.constant_pad_nd(x, [pd[1], right[1], pd[0], right[0]], 0.0)
+    win = xp.unfold(-2, k[0], st[0]).unfold(-2, k[1], st[1])          # (..., OH, OW, kh, kw)
+    total = win[..., :out[0], :out[1], :, :].sum((-2, -1), dtype=torch.float32)
+
+    def counts(i: int) -> list[int]:
+        got = []
+        for o in range(out[i]):
+            start = o * st[i] - pd[i]
+            end = min(start + k[i], size[i] + pd[i])
+            got.append(end - start if count_include_pad else min(end, size[i]) - max(start, 0))
+        return got
+    if divisor_override:
+        div = torch.full((), float(divisor_override), dtype=torch.float32, device=x.device)
+    else:
+        ch = torch.tensor(counts(0), dtype=torch.float32, device=x.device)
+        cw = torch.tensor(counts(1), dtype=torch.float32, device=x.device)
+        div = ch[:, None] * cw[None, :]
+    return (total / div).to(x.dtype)
+
+
 # ----------------------------------------------------------------------------- empty reductions
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
@@ -618,7 +670,7 @@ def _register_all() -> None:
              aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
              aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
              aten.var_mean.correction: _var_mean, aten.index_add.default: _index_add_16,
-             aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d}
+             aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d, aten.avg_pool2d.default: _avg_pool2d}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -227,3 +227,12 @@ def test_adaptive_avg_pool3d_as_two_2d_pools() -> None:
     pool = torch.nn.functional.adaptive_avg_pool3d
     _on_chip(lambda a: pool(a, (3, 2, 4)), torch.randn(2, 3, 7, 5, 9))   # uneven, overlapping windows
     _on_chip(lambda a: pool(a, (1, 5, 1)), torch.randn(3, 4, 5, 6))      # unbatched
+
+
+@pytest.mark.parametrize("ceil_mode,count_include_pad,divisor", [(False, True, None), (True, False, None),
+                                                                  (True, True, 2)])
+def test_avg_pool2d_with_large_windows(ceil_mode: bool, count_include_pad: bool, divisor) -> None:
+    torch.manual_seed(0)
+    fn = lambda a: torch.nn.functional.avg_pool2d(a, (6, 5), (3, 2), (2, 1), ceil_mode,  # noqa: E731
+                                                  count_include_pad, divisor)
+    _on_chip(fn, torch.randn(2, 3, 11, 9))
