@@ -256,22 +256,13 @@ def _embedding_bag_to_chip(graph: torch.fx.Graph) -> None:
     import operator
     aten = torch.ops.aten
     targets = (aten._embedding_bag.default, aten._embedding_bag_forward_only.default)
-    names = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
-             "include_last_offset", "padding_idx")
-    defaults = dict(scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
-                    include_last_offset=False, padding_idx=-1)
     op = getattr(torch.ops, NAMESPACE).embedding_bag.default
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in targets:
             continue
-        a = dict(defaults, **dict(zip(names, node.args)), **node.kwargs)
+        a = embedding_bag_args(node)
         users = list(node.users)
-        if (a["mode"] not in (0, 1) or a["per_sample_weights"] is not None or not a["include_last_offset"]
-                or a["padding_idx"] not in (-1, None)
-                or not all(u.target is operator.getitem and u.args[1] == 0 for u in users)):
-            continue
-        w = _val(a["weight"])
-        if not isinstance(w, torch.Tensor) or w.device.type != "cpu" or w.dim() != 2 or not w.is_contiguous():
+        if not (embedding_bag_fits(a) and all(u.target is operator.getitem and u.args[1] == 0 for u in users)):
             continue
         with graph.inserting_before(node):
             new = graph.call_function(op, (a["weight"], a["indices"], a["offsets"], a["mode"] == 1))
@@ -280,6 +271,34 @@ def _embedding_bag_to_chip(graph: torch.fx.Graph) -> None:
             u.replace_all_uses_with(new)
             graph.erase_node(u)
         graph.erase_node(node)
+
+
+_EB_NAMES = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
+             "include_last_offset", "padding_idx")
+_EB_DEFAULTS = dict(scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                    include_last_offset=False, padding_idx=-1)
+
+
+def embedding_bag_args(node: torch.fx.Node) -> dict[str, Any]:
+    """An _embedding_bag(_forward_only) call's arguments by name, defaults filled in."""
+    return dict(_EB_DEFAULTS, **dict(zip(_EB_NAMES, node.args)), **node.kwargs)
+
+
+def embedding_bag_fits(a: dict[str, Any]) -> bool:
+    """Whether the Triton embedding-bag kernel takes the call: sum or mean, no per-sample
+    weights, include_last_offset, no padding index, a contiguous 2-D table on the cpu path."""
+    if (a["mode"] not in (0, 1) or a["per_sample_weights"] is not None or not a["include_last_offset"]
+            or a["padding_idx"] not in (-1, None)):
+        return False
+    w = _val(a["weight"])
+    return isinstance(w, torch.Tensor) and w.device.type == "cpu" and w.dim() == 2 and w.is_contiguous()
+
+
+def embedding_bag_taken(a: dict[str, Any]) -> bool:
+    """Whether this module's post-grad pass will send the call to the registered kernel."""
+    import torch._inductor.config as ic
+    return (isinstance(ic.post_grad_custom_post_pass, GemmToChip) and registered("embedding_bag")
+            and options.enabled("extern_embedding_bag") and embedding_bag_fits(a))
 
 
 def uninstall() -> None:

@@ -156,12 +156,22 @@ def uninstall_decompositions(originals: dict[Any, Callable | None]) -> None:
 
 
 def install() -> None:
-    """Add the rewrites to Inductor's decomposition table (idempotent)."""
+    """Add the rewrites to Inductor's decomposition table, and the embedding-bag rule to the
+    one-output pass (splice.py) (idempotent)."""
+    import torch
+
+    from backend.inductor_cpu import splice
     install_decompositions(_DECOMPS, _ORIGINAL, "host_op_lowerings")
+    aten = torch.ops.aten
+    for op in (aten._embedding_bag.default, aten._embedding_bag_forward_only.default):
+        splice.register(splice.Rule(op, 0, "host_op_lowerings", _embedding_bag_rule))
+    splice.install()
 
 
 def uninstall() -> None:
+    from backend.inductor_cpu import splice
     uninstall_decompositions(_ORIGINAL)
+    splice.uninstall()
 
 
 def _aten() -> Any:
@@ -641,6 +651,65 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_inc
         cw = torch.tensor(counts(1), dtype=torch.float32, device=x.device)
         div = ch[:, None] * cw[None, :]
     return (total / div).to(x.dtype)
+
+
+# ----------------------------------------------------------------------------- embedding bags
+
+def _embedding_bag_rule(node: Any):
+    """An embedding bag whose pooled output alone is read (its offset2bag, bag sizes and argmax
+    indices exist for the backward) and that the registered Triton kernel does not take
+    (extern.py: per-sample weights, max mode, a padding index, offsets without the last one,
+    or no kernel registered, as in T4): gathered rows, scaled by the per-sample weights, added
+    into their bags (index_add: FP32 atomics; 16-bit tables in FP32, index_add above) or, for
+    max, the dense masked maximum of scatter_reduce above; a mean divides by the bag's count; an
+    empty bag is 0, as in eager."""
+    import torch
+
+    from backend.inductor_cpu import extern
+    from backend.inductor_cpu.splice import val
+    a = extern.embedding_bag_args(node)
+    w, idx, offs = val(a["weight"]), val(a["indices"]), val(a["offsets"])
+    psw = a["per_sample_weights"]
+    if not all(isinstance(t, torch.Tensor) for t in (w, idx, offs)) or extern.embedding_bag_taken(a):
+        return None
+    if w.device.type != "cpu" or w.dim() != 2 or idx.dim() != 1 or offs.dim() != 1 or idx.numel() == 0:
+        return None
+    mode, last, pad = a["mode"], bool(a["include_last_offset"]), a["padding_idx"]
+    pad = -1 if pad is None else int(pad)
+    if pad < 0 and pad != -1:
+        pad = pad % w.shape[0]
+    if mode not in (0, 1, 2) or (mode == 2 and idx.numel() * (offs.numel() - last) > SCATTER_DENSE_LIMIT):
+        return None
+
+    def bag(weight, indices, offsets, *psw_t):
+        n = indices.shape[0]
+        starts = offsets[:-1] if last else offsets
+        nbags = starts.shape[0]
+        pos = torch.arange(n, device=indices.device)
+        which = torch.searchsorted(starts, pos, right=True) - 1
+        keep = which >= 0
+        if last:
+            keep = keep & (pos < offsets[-1])
+        if pad >= 0:
+            keep = keep & (indices != pad)
+        which = torch.where(keep, which, 0)
+        rows = weight[indices]
+        if psw_t:
+            rows = rows * psw_t[0].to(rows.dtype)[:, None]
+        if mode == 2:
+            low = torch.full((nbags, weight.shape[1]), float("-inf"), dtype=weight.dtype, device=weight.device)
+            rows = torch.where(keep[:, None], rows, float("-inf"))
+            out = low.scatter_reduce(0, which[:, None].expand_as(rows), rows, "amax", include_self=True)
+            return torch.where(out == float("-inf"), 0.0, out).to(weight.dtype)
+        rows = torch.where(keep[:, None], rows, 0)
+        out = torch.zeros(nbags, weight.shape[1], dtype=weight.dtype, device=weight.device).index_add(0, which, rows)
+        if mode == 1:
+            count = torch.zeros(nbags, dtype=torch.float32, device=weight.device).index_add(
+                0, which, keep.to(torch.float32))
+            out = (out.float() / count.clamp(min=1)[:, None]).to(weight.dtype)
+        return out
+    inputs = [a["weight"], a["indices"], a["offsets"]] + ([psw] if psw is not None else [])
+    return bag, inputs
 
 
 # ----------------------------------------------------------------------------- empty reductions

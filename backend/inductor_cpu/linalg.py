@@ -505,66 +505,26 @@ def _pinv_rcond(a, rcond=1e-15, hermitian=False):
     return _pinv(a, None, rcond, hermitian)
 
 
-def _values_only(graph: torch.fx.Graph) -> None:
+def _svdvals_rule(node: torch.fx.Node):
     """Under torch.compile, linalg.svdvals and eigvalsh reach the graph as _linalg_svd /
     _linalg_eigh asking for the vectors too (their fake inputs count as tensor subclasses, for
     which aten computes the vectors in case a gradient needs them), so the decompositions above
-    never see compute_uv / compute_v False. After AOTAutograd, a call whose vectors nothing
-    reads is replaced by the values-only form, traced from the decomposition into the graph."""
-    import operator
-
-    import torch._inductor.config as ic
-    from torch._guards import detect_fake_mode
-    from torch._inductor.pattern_matcher import fwd_only
-
-    from backend.inductor_cpu import options
-    if not (options.enabled("linalg_kernels") and ic.cpu_backend == "triton"):
-        return
-    aten = torch.ops.aten
-    for node in list(graph.nodes):
-        svd = node.target is aten._linalg_svd.default
-        if node.op != "call_function" or not (svd or node.target is aten._linalg_eigh.default):
-            continue
-        values = 1 if svd else 0
-        users = list(node.users)
-        if not users or not all(u.target is operator.getitem and u.args[1] == values for u in users):
-            continue
-        a = node.args[0]
-        val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
-        if not isinstance(val, torch.Tensor) or val.device.type != "cpu" or not _small(val):
-            continue
-        if svd:
-            if node.kwargs.get("driver") is not None:
-                continue
-            fn = lambda x: _linalg_svd(x, False, False)[1]  # noqa: E731
-        else:
-            uplo = node.args[1] if len(node.args) > 1 else node.kwargs.get("UPLO", "L")
-            if not _square(val):
-                continue
-            fn = _eigvals_of(uplo)
-        with detect_fake_mode((val,)):
-            gm = fwd_only(fn, [val])
-        placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
-        with graph.inserting_before(node):
-            out = graph.graph_copy(gm.graph, {placeholder: a})
-        for u in users:
-            u.replace_all_uses_with(out)
-            graph.erase_node(u)
-        graph.erase_node(node)
+    never see compute_uv / compute_v False. A call whose vectors nothing reads is replaced by
+    the values-only form (splice.py)."""
+    from backend.inductor_cpu.splice import val
+    a = val(node.args[0])
+    if not isinstance(a, torch.Tensor) or a.device.type != "cpu" or not _small(a) or node.kwargs.get("driver"):
+        return None
+    return (lambda x: _linalg_svd(x, False, False)[1]), [node.args[0]]
 
 
-def _eigvals_of(uplo: str) -> Callable:
-    return lambda x: _linalg_eigh(x, uplo, False)[0]
-
-
-class ValuesOnly:
-    """Inductor's post-grad custom pre-pass (config.post_grad_custom_pre_pass): `_values_only`."""
-
-    def __call__(self, graph: torch.fx.Graph) -> None:
-        _values_only(graph)
-
-    def uuid(self) -> str:
-        return "mtia-linalg-values-only-1"
+def _eigvalsh_rule(node: torch.fx.Node):
+    from backend.inductor_cpu.splice import val
+    a = val(node.args[0])
+    if not isinstance(a, torch.Tensor) or a.device.type != "cpu" or not (_small(a) and _square(a)):
+        return None
+    uplo = node.args[1] if len(node.args) > 1 else node.kwargs.get("UPLO", "L")
+    return (lambda x: _linalg_eigh(x, uplo, False)[0]), [node.args[0]]
 
 
 _LOWERING_ORIGINAL: dict[Any, Callable] = {}
@@ -619,9 +579,11 @@ def install() -> None:
     if current is not None and not hasattr(current, "mtia_original"):
         _LOWERING_ORIGINAL[op] = current
         L.lowerings[op] = _check_errors_lowering(current)
-    import torch._inductor.config as ic
-    if ic.post_grad_custom_pre_pass is None:
-        ic.post_grad_custom_pre_pass = ValuesOnly()
+    from backend.inductor_cpu import splice
+    aten = torch.ops.aten
+    splice.register(splice.Rule(aten._linalg_svd.default, 1, "linalg_kernels", _svdvals_rule))
+    splice.register(splice.Rule(aten._linalg_eigh.default, 0, "linalg_kernels", _eigvalsh_rule))
+    splice.install()
 
 
 def uninstall() -> None:
@@ -632,6 +594,5 @@ def uninstall() -> None:
     for op, original in _LOWERING_ORIGINAL.items():
         L.lowerings[op] = original
     _LOWERING_ORIGINAL.clear()
-    import torch._inductor.config as ic
-    if isinstance(ic.post_grad_custom_pre_pass, ValuesOnly):
-        ic.post_grad_custom_pre_pass = None
+    from backend.inductor_cpu import splice
+    splice.uninstall()

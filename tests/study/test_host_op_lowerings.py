@@ -236,3 +236,19 @@ def test_avg_pool2d_with_large_windows(ceil_mode: bool, count_include_pad: bool,
     fn = lambda a: torch.nn.functional.avg_pool2d(a, (6, 5), (3, 2), (2, 1), ceil_mode,  # noqa: E731
                                                   count_include_pad, divisor)
     _on_chip(fn, torch.randn(2, 3, 11, 9))
+
+
+@pytest.mark.parametrize("mode,kw", [("sum", {"per_sample_weights": True}), ("mean", {"padding_idx": 2}),
+                                     ("max", {}), ("sum", {"include_last_offset": True, "padding_idx": 0})])
+def test_embedding_bags_the_kernel_does_not_take(mode: str, kw: dict) -> None:
+    # an empty bag (offsets 3, 3), indices that hit the padding row, per-sample weights
+    torch.manual_seed(0)
+    w = torch.randn(10, 4)
+    idx = torch.tensor([1, 2, 0, 2, 9, 5, 2])
+    offs = torch.tensor([0, 3, 3, 5]) if not kw.get("include_last_offset") else torch.tensor([0, 3, 3, 5, 7])
+    psw = torch.randn(7) if kw.pop("per_sample_weights", False) else None
+    def fn(a, i, o):
+        p = None if psw is None else psw.to(a.dtype)
+        return torch.nn.functional.embedding_bag(i, a, o, mode=mode, per_sample_weights=p, **kw)
+    _on_chip(fn, w, idx, offs)
+    _on_chip(fn, w.bfloat16(), idx, offs, rtol=2e-2, atol=2e-2)

@@ -119,7 +119,7 @@ def test_qr_family_on_chip_with_lapack_signs(shape) -> None:
 
 
 def test_singular_values_eigenvalues_and_pinv_on_chip() -> None:
-    # svdvals / eigvalsh reach the graph asking for vectors nothing reads (ValuesOnly rewrites
+    # svdvals / eigvalsh reach the graph asking for vectors nothing reads (splice.py rewrites
     # them); pinv's product is sign-free, so the Jacobi kernels' vectors serve it
     torch.manual_seed(0)
     a, sym = torch.randn(2, 6, 4), _spd(3, 5, 5) - 5 * torch.eye(5)

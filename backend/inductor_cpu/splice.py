@@ -1,0 +1,112 @@
+"""Rewrites of a multi-output op of which one output is used, after AOTAutograd.
+
+Some ops reach Inductor's graph with outputs nobody reads, computed only in case a gradient
+needs them (_linalg_svd's singular vectors under torch.compile, _embedding_bag's offset2bag,
+bag sizes and argmax indices). A decomposition cannot know they are unused, so it would have to
+reproduce all of them, quirks included. Inductor's post-grad custom pre-pass
+(`config.post_grad_custom_pre_pass`, which runs before Inductor decomposes the functional
+Triton-kernel nodes) sees the users: a rule registered here replaces a call whose only read
+output is the one it computes by a function traced (Inductor's `fwd_only`, under the graph's fake
+mode) into the graph in its place.
+
+Rules are registered by the modules that own them (linalg.py, host_ops.py), each with the switch
+it belongs to; `install()` sets the pass once.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass
+class Rule:
+    target: Any                      # the aten overload
+    output: int                      # the one output a rewrite computes
+    switch: str                      # backend/inductor_cpu/options.py switch it belongs to
+    # (node, the input values) -> (function of the tensor inputs, the input nodes) or None to skip
+    build: Callable[[torch.fx.Node], tuple[Callable, list[torch.fx.Node]] | None]
+
+
+RULES: list[Rule] = []
+
+
+def register(rule: Rule) -> None:
+    if not any(r.target is rule.target for r in RULES):
+        RULES.append(rule)
+
+
+def only_output_users(node: torch.fx.Node, index: int) -> list[torch.fx.Node] | None:
+    """The getitem users of `node` if all of them read output `index`, else None."""
+    users = list(node.users)
+    if users and all(u.target is operator.getitem and u.args[1] == index for u in users):
+        return users
+    return None
+
+
+def val(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Node], fn: Callable,
+            inputs: list[torch.fx.Node]) -> None:
+    from torch._guards import detect_fake_mode
+    from torch._inductor.pattern_matcher import fwd_only
+    vals = [val(n) for n in inputs]
+    with detect_fake_mode(tuple(vals)):
+        gm = fwd_only(fn, vals)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    with graph.inserting_before(node):
+        out = graph.graph_copy(gm.graph, dict(zip(placeholders, inputs)))
+    for u in users:
+        u.replace_all_uses_with(out)
+        graph.erase_node(u)
+    graph.erase_node(node)
+
+
+def rewrite(graph: torch.fx.Graph) -> None:
+    import torch._inductor.config as ic
+
+    from backend.inductor_cpu import options
+    if ic.cpu_backend != "triton":
+        return
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        for rule in RULES:
+            if node.target is not rule.target or not options.enabled(rule.switch):
+                continue
+            users = only_output_users(node, rule.output)
+            built = rule.build(node) if users else None
+            if built is not None:
+                _splice(graph, node, users, *built)
+            break
+
+
+from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402
+
+
+class OneOutputPass(CustomGraphPass):
+    """Inductor's post-grad custom pre-pass: `rewrite`."""
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        rewrite(graph)
+
+    def uuid(self) -> Any:
+        from backend.inductor_cpu import options
+        return ("mtia-one-output", 1, tuple(sorted(options.activate_current().items())),
+                tuple(str(r.target) for r in RULES))
+
+
+def install() -> None:
+    import torch._inductor.config as ic
+    if ic.post_grad_custom_pre_pass is None:
+        ic.post_grad_custom_pre_pass = OneOutputPass()
+
+
+def uninstall() -> None:
+    import torch._inductor.config as ic
+    if isinstance(ic.post_grad_custom_pre_pass, OneOutputPass):
+        ic.post_grad_custom_pre_pass = None
