@@ -32,6 +32,8 @@ gathers and scatters of rows):
   per sweep in tile terms). Singular vectors and eigenvectors stay with LAPACK: their signs
   are LAPACK's choice, which a Jacobi kernel does not reproduce; `linalg_pinv` (pinv,
   pinverse), whose product the signs cancel out of, takes the same kernels with their vectors;
+- `linalg_matrix_exp`: one kernel per matrix, scaling and squaring around a degree-18 Taylor
+  series evaluated by Horner's rule with tl.dot (FP32; bf16 / fp16 inputs too);
 - `_linalg_check_errors` (what torch.linalg.inv / cholesky / solve call to raise on a singular
   or not positive-definite input): a device assertion that `info` is 0, so those calls still
   fail, with the assertion's message rather than LinAlgError's.
@@ -159,6 +161,14 @@ def eigvalsh(a: torch.Tensor, upper: bool, vectors: bool = False) -> list[torch.
     got = _launch(K.eigvalsh_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), UPPER=upper, VECS=vectors,
                   BN=triton.next_power_of_2(n))
     return got if vectors else got[:1]
+
+
+def matrix_exp(a: torch.Tensor) -> torch.Tensor:
+    """exp of each matrix of a (B, N, N) batch, in FP32."""
+    b, n, _ = a.shape
+    outs = {"e_ptr": _empty((b, n, n), torch.float32, a)}
+    return _launch(K.matrix_exp_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a),
+                   BN=max(16, triton.next_power_of_2(n)))[0]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -527,6 +537,17 @@ def _eigvalsh_rule(node: torch.fx.Node):
     return (lambda x: _linalg_eigh(x, uplo, False)[0]), [node.args[0]]
 
 
+def _matrix_exp(a):
+    """linalg.matrix_exp: Taylor's series of degree 18 of A / 2^s (s the least with
+    ||A / 2^s||_1 <= 3.01, chosen in the kernel per matrix) by Horner's rule on the DPE, then s
+    squarings; FP32 inside, bf16 / fp16 results rounded once. aten chooses among degrees 1 to 18
+    by the norm (fewer products for small matrices); the result agrees to FP32 rounding."""
+    if a.dtype not in (torch.float32, torch.bfloat16, torch.float16) or a.dim() < 2 or a.numel() == 0 \
+            or not _square(a) or a.shape[-1] > K.LIMIT:
+        return NotImplemented
+    return matrix_exp(_flat(a)).reshape(a.shape).to(a.dtype)
+
+
 _LOWERING_ORIGINAL: dict[Any, Callable] = {}
 
 
@@ -565,6 +586,7 @@ def _decomps() -> dict[Any, Callable]:
         aten._linalg_svd.default: _linalg_svd, aten._linalg_eigh.default: _linalg_eigh,
         aten.linalg_pinv.atol_rtol_tensor: _pinv, aten.linalg_pinv.atol_rtol_float: _pinv,
         aten.linalg_pinv.default: _pinv_rcond, aten.linalg_pinv.rcond_tensor: _pinv_rcond,
+        aten.linalg_matrix_exp.default: _matrix_exp,
     }
 
 

@@ -289,3 +289,31 @@ def eigvalsh_kernel(a_ptr, w_ptr, v_ptr, N, s_ab, s_am, s_an, UPPER: tl.constexp
     tl.store(w_ptr + b * N + ri, w, mask=ri < N)
     if VECS:
         tl.store(v_ptr + b * N * N + rows * N + cols, v, mask=inside)
+
+
+# matrix_exp: Taylor's series of degree 18 after scaling by 2^-s, s the smallest with
+# ||A||_1 / 2^s <= THETA (truncation below 1e-8 relative there), then s squarings
+THETA = tl.constexpr(3.01)
+TAYLOR = tl.constexpr(18)
+
+
+@triton.jit
+def matrix_exp_kernel(a_ptr, e_ptr, N, s_ab, s_am, s_an, BN: tl.constexpr):
+    b = tl.program_id(0)
+    ri = tl.arange(0, BN)
+    rows = ri[:, None]
+    cols = ri[None, :]
+    inside = (rows < N) & (cols < N)
+    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside, other=0.0).to(tl.float32)
+    norm = tl.max(tl.sum(tl.abs(a), axis=0), axis=0)
+    s = tl.maximum(tl.ceil(tl.log2(norm / THETA)), 0.0)
+    a = a * tl.exp2(-s)
+    eye = tl.where((rows == cols) & inside, 1.0, 0.0)
+    x = eye + a / TAYLOR
+    for i in range(1, TAYLOR):
+        k = TAYLOR - i
+        x = eye + tl.dot(a, x, input_precision="ieee") / k
+    steps = s.to(tl.int32)
+    for _ in range(0, steps):
+        x = tl.dot(x, x, input_precision="ieee")
+    tl.store(e_ptr + b * N * N + rows * N + cols, x, mask=inside)

@@ -138,3 +138,15 @@ def test_vectors_stay_with_lapack() -> None:
     torch.manual_seed(0)
     rep = _on_chip(lambda t: torch.linalg.svd(t).U.abs(), torch.randn(4, 4))
     assert not rep.all_on_chip
+
+
+def test_matrix_exp_on_chip_near_fp64() -> None:
+    from study.compile_mtia import compile_for_mtia
+    torch.manual_seed(0)
+    for a, tol in ((torch.randn(3, 5, 5), 1e-5), (8 * torch.randn(2, 4, 4), 1e-4), (torch.randn(6, 6).bfloat16(), 1e-2)):
+        torch._dynamo.reset()
+        compiled, rep = compile_for_mtia(torch.linalg.matrix_exp, a)
+        assert rep.kernels and rep.all_on_chip, rep.report()
+        exact = torch.linalg.matrix_exp(a.double())
+        err = float(((compiled(a).double() - exact).abs() / exact.abs().clamp(min=1)).max())
+        assert err <= tol, err
