@@ -165,6 +165,12 @@ def install() -> None:
     aten = torch.ops.aten
     for op in (aten._embedding_bag.default, aten._embedding_bag_forward_only.default):
         splice.register(splice.Rule(op, 0, "host_op_lowerings", _embedding_bag_rule))
+    import torch.nn.modules.linear_cross_entropy  # noqa: F401 - defines the torch_nn ops
+    nn_ops = torch.ops.torch_nn
+    splice.register(splice.Rule(nn_ops._linear_cross_entropy_batch_chunked.default, 0, "host_op_lowerings",
+                                _linear_cross_entropy_rule))
+    splice.register(splice.Rule(nn_ops._linear_cross_entropy_batch_chunked_no_reduction.default, None,
+                                "host_op_lowerings", _linear_cross_entropy_rule))
     splice.install()
 
 
@@ -710,6 +716,45 @@ def _embedding_bag_rule(node: Any):
         return out
     inputs = [a["weight"], a["indices"], a["offsets"]] + ([psw] if psw is not None else [])
     return bag, inputs
+
+
+# ----------------------------------------------------------------------------- linear cross entropy
+
+def _linear_cross_entropy_rule(node: Any):
+    """F.linear_cross_entropy's chunked custom ops (torch_nn._linear_cross_entropy_batch_chunked
+    and its reduction='none' form), a Python loop over batch chunks that computes the loss and,
+    for a backward, the gradients in the forward, which Inductor cannot see into: where only the
+    loss is read, the reference formula the op documents, cross_entropy(linear(input, weight,
+    bias), target, ...) in the op's accumulation dtype, compiled like any model code (the logits
+    of the whole batch are materialised where the op keeps one chunk's)."""
+    import torch
+    import torch.nn.functional as F
+
+    from backend.inductor_cpu.splice import val
+    none = "no_reduction" in str(node.target)
+    names = (["input", "linear_weight", "target", "linear_bias", "weight", "ignore_index", "batch_chunk_size",
+              "acc_policy", "acc_dtype"] if none else
+             ["input", "linear_weight", "target", "linear_bias", "weight", "reduction", "ignore_index",
+              "label_smoothing", "batch_chunk_size", "acc_policy", "acc_dtype"])
+    a = dict(zip(names, node.args), **node.kwargs)
+    x, w = val(a["input"]), val(a["linear_weight"])
+    out = val(node) if none else val(next(iter(node.users)))
+    if not all(isinstance(t, torch.Tensor) for t in (x, w, out)) or x.device.type != "cpu" or x.dim() != 2:
+        return None
+    reduction = "none" if none else a["reduction"]
+    smoothing = 0.0 if none else float(a["label_smoothing"])
+    ignore, acc = int(a["ignore_index"]), a["acc_dtype"]
+    tensors = [a[k] for k in ("input", "linear_weight", "target", "linear_bias", "weight") if a.get(k) is not None]
+    has_bias, has_weight = a.get("linear_bias") is not None, a.get("weight") is not None
+
+    def loss(inp, lw, target, *rest):
+        bias = rest[0] if has_bias else None
+        cw = rest[-1] if has_weight else None
+        logits = F.linear(inp.to(acc), lw.to(acc), None if bias is None else bias.to(acc))
+        got = F.cross_entropy(logits, target, weight=None if cw is None else cw.to(acc), reduction=reduction,
+                              ignore_index=ignore, label_smoothing=smoothing)
+        return got.to(out.dtype).reshape(out.shape)
+    return loss, tensors
 
 
 # ----------------------------------------------------------------------------- empty reductions

@@ -24,7 +24,7 @@ import torch
 @dataclass
 class Rule:
     target: Any                      # the aten overload
-    output: int                      # the one output a rewrite computes
+    output: int | None               # the one output a rewrite computes (None: the op has one)
     switch: str                      # backend/inductor_cpu/options.py switch it belongs to
     # (node, the input values) -> (function of the tensor inputs, the input nodes) or None to skip
     build: Callable[[torch.fx.Node], tuple[Callable, list[torch.fx.Node]] | None]
@@ -50,7 +50,7 @@ def val(node: Any) -> Any:
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
-def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Node], fn: Callable,
+def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Node] | None, fn: Callable,
             inputs: list[torch.fx.Node]) -> None:
     from torch._guards import detect_fake_mode
     from torch._inductor.pattern_matcher import fwd_only
@@ -60,9 +60,12 @@ def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Nod
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     with graph.inserting_before(node):
         out = graph.graph_copy(gm.graph, dict(zip(placeholders, inputs)))
-    for u in users:
-        u.replace_all_uses_with(out)
-        graph.erase_node(u)
+    if users is None:
+        node.replace_all_uses_with(out)
+    else:
+        for u in users:
+            u.replace_all_uses_with(out)
+            graph.erase_node(u)
     graph.erase_node(node)
 
 
@@ -78,8 +81,12 @@ def rewrite(graph: torch.fx.Graph) -> None:
         for rule in RULES:
             if node.target is not rule.target or not options.enabled(rule.switch):
                 continue
-            users = only_output_users(node, rule.output)
-            built = rule.build(node) if users else None
+            if rule.output is None:
+                users, ok = None, bool(node.users)
+            else:
+                users = only_output_users(node, rule.output)
+                ok = users is not None
+            built = rule.build(node) if ok else None
             if built is not None:
                 _splice(graph, node, users, *built)
             break

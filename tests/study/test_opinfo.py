@@ -273,3 +273,10 @@ def test_random_samples_are_left_out_and_wrapped_ops_compile():
     assert r.status == "pass" and r.n_graphs >= 1, r
     r = opinfo.run_op(_op("nn.functional.dropout"), torch.float32, n_samples=1)
     assert r.status == "skipped" and "random" in r.error_message
+
+
+@pytest.mark.parametrize("variant", ["chunked", "chunked_none"])
+def test_linear_cross_entropy_chunked_ops_run_on_chip(variant):
+    """The chunked custom ops' loss (their gradients unread) as linear + cross_entropy (splice.py)."""
+    r = opinfo.run_op(_op("nn.functional.linear_cross_entropy", variant), torch.float32, n_samples=2)
+    assert r.status == "pass" and not r.fallback_ops, r
