@@ -15,6 +15,12 @@ whose sorted dimension has at most SORT_LIMIT elements and leaves larger ones to
 program sorting 8192 FP32 keys with their indices keeps 336 KB of tiles live, more than the
 allocator can place in a PE's 384 KB.
 
+A sorted dimension longer than SORT_LIMIT (up to MERGE_LIMIT = 4 x SORT_LIMIT) is sorted as runs
+of at most SORT_LIMIT (the same Triton sort) merged pairwise by ranks (`_merge`: each element's
+place is its place in its run plus how many of the other run go before it, a searchsorted, which
+Inductor lowers to a bucketize on the chip, then one scatter), a decomposition of aten.sort;
+longer ones stay with aten.
+
 Sorts are stable here, whatever the call asks: ties keep their input order, as eager's
 stable=True sort keeps them. An unstable call's indices can still differ from eager's where
 values tie (eager's unstable sort orders ties its own way); the values never differ. mode and
@@ -120,6 +126,87 @@ def _nanmedian_all(x):
     return _median(x, ignore_nan=True)
 
 
+# longest sorted dimension taken as chunks of at most SORT_LIMIT merged on the chip (`_long_sort`)
+MERGE_LIMIT = 4 * SORT_LIMIT
+
+
+def _merge(av, ai, bv, bi, descending: bool):
+    """Stable merge of sorted runs a and b (a first in input order; (..., L) each), values and
+    their indices, by ranks: an element's output position is its position in its run plus the
+    number of elements of the other run that go before it (searchsorted, on the chip as a
+    bucketize). NaN is the largest value, as in torch.sort: last ascending, first descending."""
+    import torch
+    la, lb = av.shape[-1], bv.shape[-1]
+    ra = torch.arange(la, device=av.device)
+    rb = torch.arange(lb, device=av.device)
+    a_nan, b_nan = torch.isnan(av), torch.isnan(bv)
+
+    def below(seq, v, equal: bool):
+        """How many of seq (ascending, NaN last) are < v (<= v with `equal`), v a number.
+        searchsorted's bisection does not order NaN: NaN is read as +inf, and with `equal` the
+        NaN counted at v = +inf taken back."""
+        if not seq.is_floating_point():
+            return torch.searchsorted(seq, v, right=equal)
+        nan = torch.isnan(seq)
+        got = torch.searchsorted(torch.where(nan, math.inf, seq), v, right=equal)
+        return got - torch.where(v == math.inf, nan.sum(-1, keepdim=True), 0) if equal else got
+    if not descending:
+        # a's element v: b's elements < v (NaN: b's numbers); b's element v: a's elements <= v
+        before_a = torch.where(a_nan, (~b_nan).sum(-1, keepdim=True), below(bv, av, False))
+        before_b = torch.where(b_nan, la, below(av, bv, True))
+    else:
+        # a's element v: b's elements > v (NaN: none); b's element v: a's elements >= v
+        b_up, a_up = bv.flip(-1), av.flip(-1)    # ascending, NaN last
+        before_a = torch.where(a_nan, 0, lb - below(b_up, av, True))
+        before_b = torch.where(b_nan, a_nan.sum(-1, keepdim=True), la - below(a_up, bv, False))
+    pos = torch.cat([ra + before_a, rb + before_b], -1)
+    vals = torch.zeros_like(torch.cat([av, bv], -1)).scatter(-1, pos, torch.cat([av, bv], -1))
+    idx = torch.zeros_like(torch.cat([ai, bi], -1)).scatter(-1, pos, torch.cat([ai, bi], -1))
+    return vals, idx
+
+
+def _long_sort(x, dim=-1, descending=False):
+    """A sort whose dimension exceeds a PE's SORT_LIMIT (up to MERGE_LIMIT): runs of at most
+    SORT_LIMIT sorted by Inductor's Triton sort (stable), then merged pairwise (`_merge`). The
+    dimension is padded to a power-of-two number of runs with values that sort last (NaN
+    ascending, -inf descending; an integer type's extreme), which the stable merge keeps behind
+    the real ones, and sliced off. Stable, as the short sorts are here."""
+    import torch
+    if x.dim() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    if not (SORT_LIMIT < n <= MERGE_LIMIT) or not (x.dtype.is_floating_point or x.dtype in (
+            torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
+        return NotImplemented
+    runs = 1 << math.ceil(math.log2(math.ceil(n / SORT_LIMIT)))
+    length = math.ceil(n / runs)
+    v = x.movedim(dim, -1)
+    if x.dtype.is_floating_point:
+        fill = -math.inf if descending else math.nan
+    else:
+        info = torch.iinfo(x.dtype)
+        fill = info.min if descending else info.max
+    pad = runs * length - n
+    if pad:
+        v = torch.cat([v, torch.full((*v.shape[:-1], pad), fill, dtype=x.dtype, device=x.device)], -1)
+    lead = v.shape[:-1]
+    vals, idx = torch.sort(v.reshape(*lead, runs, length), dim=-1, descending=descending, stable=True)
+    idx = idx + (torch.arange(runs, device=x.device) * length)[:, None]
+    while vals.shape[-2] > 1:
+        vals, idx = _merge(vals[..., 0::2, :], idx[..., 0::2, :], vals[..., 1::2, :], idx[..., 1::2, :], descending)
+    vals, idx = vals[..., 0, :n], idx[..., 0, :n]
+    return vals.movedim(-1, dim), idx.movedim(-1, dim)
+
+
+def _sort_default(x, dim=-1, descending=False):
+    return _long_sort(x, dim, descending)
+
+
+def _sort_stable(x, *, stable=None, dim=-1, descending=False):
+    return _long_sort(x, dim, descending)
+
+
 _DECOMP_ORIGINAL: dict[Any, Any] = {}
 
 
@@ -127,7 +214,8 @@ def _decomps() -> dict[Any, Callable]:
     import torch
     aten = torch.ops.aten
     return {aten.median.dim: _median_dim, aten.median.default: _median_all,
-            aten.nanmedian.dim: _nanmedian_dim, aten.nanmedian.default: _nanmedian_all}
+            aten.nanmedian.dim: _nanmedian_dim, aten.nanmedian.default: _nanmedian_all,
+            aten.sort.default: _sort_default, aten.sort.stable: _sort_stable}
 
 
 def install() -> None:

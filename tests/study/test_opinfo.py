@@ -280,3 +280,20 @@ def test_linear_cross_entropy_chunked_ops_run_on_chip(variant):
     """The chunked custom ops' loss (their gradients unread) as linear + cross_entropy (splice.py)."""
     r = opinfo.run_op(_op("nn.functional.linear_cross_entropy", variant), torch.float32, n_samples=2)
     assert r.status == "pass" and not r.fallback_ops, r
+
+
+def test_unstable_sorts_are_compared_up_to_the_order_of_ties():
+    from types import SimpleNamespace
+
+    from study.opinfo_op import same_up_to_ties
+    x = torch.tensor([[2.0, 1.0, 2.0, 0.0]])
+    ref = torch.sort(x, dim=1)
+    swapped = (ref.values, ref.indices[:, [0, 1, 3, 2]])          # the two 2.0s the other way round
+    sample = SimpleNamespace(input=x, args=(1,), kwargs={})
+    assert same_up_to_ties("sort", sample, swapped, ref, 0.0, 0.0)
+    bad = (ref.values, torch.tensor([[3, 1, 0, 0]]))                 # not a permutation
+    assert not same_up_to_ties("sort", sample, bad, ref, 0.0, 0.0)
+    assert same_up_to_ties("argsort", sample, swapped[1], ref.indices, 0.0, 0.0)
+    assert not same_up_to_ties("argsort", sample, torch.tensor([[1, 3, 0, 2]]), ref.indices, 0.0, 0.0)
+    stable = SimpleNamespace(input=x, args=(), kwargs={"dim": 1, "stable": True})
+    assert not same_up_to_ties("sort", stable, swapped, ref, 0.0, 0.0)  # stable: ties have an order

@@ -1,6 +1,7 @@
 """Switch `sort_kernels` (backend/inductor_cpu/sort.py): sort, argsort, kthvalue and
 median compile to Inductor's Triton sort kernel on the simulated chip where the sorted
-dimension fits a PE, match eager, and larger sorts stay with aten."""
+dimension fits a PE, sorts up to four times longer as runs merged on the chip, match eager, and
+larger sorts stay with aten."""
 from __future__ import annotations
 
 import pytest
@@ -40,8 +41,8 @@ def test_stable_sort_keeps_ties_in_input_order() -> None:
 
 
 def test_what_stays_with_aten() -> None:
-    from backend.inductor_cpu.sort import SORT_LIMIT
-    _, rep = _compiled(lambda a: torch.sort(a, dim=-1), torch.randn(2, 2 * SORT_LIMIT))
+    from backend.inductor_cpu.sort import MERGE_LIMIT
+    _, rep = _compiled(lambda a: torch.sort(a, dim=-1), torch.randn(2, MERGE_LIMIT + 1))
     assert not rep.all_on_chip
     _, rep = _compiled(lambda a: torch.sort(a, dim=-1), torch.randn(4, 100), sort_kernels=False)
     assert rep.all_on_chip  # Inductor's own sort: up to 512 elements
@@ -80,3 +81,20 @@ def test_median_and_nanmedian_with_nans_ties_and_keepdim() -> None:
             compiled, rep = _compiled(fn, a)
             assert rep.all_on_chip, rep.report()
             torch.testing.assert_close(compiled(a), fn(a), equal_nan=True)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_long_sorts_as_runs_merged_on_the_chip(descending: bool) -> None:
+    import math
+    torch.manual_seed(0)
+    x = torch.randn(2, 9000)          # three runs of up to 4096, padded to four, two merge levels
+    x[:, ::50] = math.inf
+    x[:, ::77] = -math.inf
+    x[:, ::91] = math.nan
+    x[:, ::13] = 0.5                  # ties: a stable sort keeps them in input order
+    compiled, rep = _compiled(lambda a: torch.sort(a, dim=-1, descending=descending, stable=True), x)
+    assert rep.kernels and rep.all_on_chip, rep.report()
+    (v, i), (rv, ri) = compiled(x), torch.sort(x, dim=-1, descending=descending, stable=True)
+    assert torch.equal(v.nan_to_num(7.0), rv.nan_to_num(7.0)) and torch.equal(i, ri)
+    y = torch.randint(-2**40, 2**40, (8200,))
+    _on_chip(lambda a: torch.argsort(a, descending=descending, stable=True), y)
