@@ -67,6 +67,8 @@ How each op is rewritten, and what that costs against the aten kernel:
   H, W), which Inductor lowers: a mean of means, where eager divides one sum.
 - `avg_pool2d` with a window over 25 elements and a stride unlike it (Inductor's fallback case):
   window sums of the zero-padded input unfolded along H and W, over aten's divisor per output.
+- `index_put` with one boolean mask and values that broadcast to each selected element
+  (x[mask] = v, a scalar or a row): where(mask, v, x), with no data-dependent shape.
 - `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
   gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
@@ -757,6 +759,36 @@ def _linear_cross_entropy_rule(node: Any):
     return loss, tensors
 
 
+# ----------------------------------------------------------------------------- boolean-mask assignment
+
+def _index_put(x, indices, values, accumulate=False):
+    """x[mask] = values (or += with accumulate) for one boolean mask over x's leading dims and
+    values that broadcast to every selected element (a scalar, a row): a select, where(mask,
+    values, x), with no data-dependent shape. Inductor lowers a boolean index to aten (the
+    number of selected elements is data); values with one entry per selected element still
+    need that count and stay there."""
+    import torch
+    idx = [i for i in indices]
+    if len(idx) != 1 or idx[0] is None or idx[0].dtype not in (torch.bool, torch.uint8):
+        return NotImplemented
+    mask = idx[0].bool()
+    k = mask.dim()
+    rest = x.shape[k:]
+    if k == 0 or k > x.dim() or tuple(mask.shape) != tuple(x.shape[:k]) or values.dim() > len(rest) + 1:
+        return NotImplemented
+    if values.dim() == len(rest) + 1:
+        if values.shape[0] != 1:
+            return NotImplemented  # one value per selected element: the count is data
+        values = values[0]
+    try:
+        torch.broadcast_shapes(values.shape, rest)
+    except RuntimeError:
+        return NotImplemented
+    m = mask.reshape(*mask.shape, *([1] * len(rest)))
+    v = values.to(x.dtype).expand(*x.shape[:k], *rest) if values.dim() else values.to(x.dtype)
+    return x + torch.where(m, v, 0) if accumulate else torch.where(m, v, x)
+
+
 # ----------------------------------------------------------------------------- empty reductions
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
@@ -784,7 +816,8 @@ def _register_all() -> None:
              aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
              aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
              aten.var_mean.correction: _var_mean, aten.index_add.default: _index_add_16,
-             aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d, aten.avg_pool2d.default: _avg_pool2d}
+             aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d, aten.avg_pool2d.default: _avg_pool2d,
+             aten.index_put.default: _index_put}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -252,3 +252,18 @@ def test_embedding_bags_the_kernel_does_not_take(mode: str, kw: dict) -> None:
         return torch.nn.functional.embedding_bag(i, a, o, mode=mode, per_sample_weights=p, **kw)
     _on_chip(fn, w, idx, offs)
     _on_chip(fn, w.bfloat16(), idx, offs, rtol=2e-2, atol=2e-2)
+
+
+def test_boolean_mask_assignment_of_broadcast_values() -> None:
+    torch.manual_seed(0)
+    mask = torch.tensor([True, False, True, True])
+
+    def put(a, m, v, acc=False):
+        return torch.index_put(a, (m,), v, accumulate=acc)
+    _on_chip(put, torch.randn(4, 3), mask, torch.randn(3))                  # a row for each selected row
+    _on_chip(lambda a, m, v: put(a, m, v, True), torch.randn(4, 3), mask, torch.randn(1, 3))
+    _on_chip(put, torch.randn(4, 3), mask.unsqueeze(1).expand(4, 3).contiguous(), torch.tensor(2.0))
+    from study.compile_mtia import compile_for_mtia
+    torch._dynamo.reset()
+    _, rep = compile_for_mtia(put, torch.randn(4, 3), mask, torch.randn(3, 3))  # one row per selected row
+    assert not rep.all_on_chip
