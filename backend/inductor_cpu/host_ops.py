@@ -69,6 +69,9 @@ How each op is rewritten, and what that costs against the aten kernel:
   window sums of the zero-padded input unfolded along H and W, over aten's divisor per output.
 - `index_put` with one boolean mask and values that broadcast to each selected element
   (x[mask] = v, a scalar or a row): where(mask, v, x), with no data-dependent shape.
+- `grid_sampler_3d` (trilinear or nearest; zeros, border, reflection padding): aten's coordinate
+  rules and the 8 or 1 taps gathered from the flattened volume (Inductor decomposes only the 2-D
+  sampler).
 - `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
   gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
@@ -789,6 +792,66 @@ def _index_put(x, indices, values, accumulate=False):
     return x + torch.where(m, v, 0) if accumulate else torch.where(m, v, x)
 
 
+# ----------------------------------------------------------------------------- 3-D grid sampling
+
+def _reflect(c, lo2: float, hi2: float):
+    """aten's reflect_coordinates: c reflected into [lo2 / 2, hi2 / 2]."""
+    import torch
+    if lo2 == hi2:
+        return torch.zeros_like(c)
+    low, span = lo2 / 2, (hi2 - lo2) / 2
+    c = (c - low).abs()
+    extra = torch.fmod(c, span)
+    flips = torch.floor(c / span)
+    return torch.where(torch.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _grid_sampler_3d(x, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler_3d (trilinear or nearest; zeros, border or reflection padding), which
+    Inductor leaves to aten (it decomposes the 2-D one): aten's unnormalisation and padding of
+    each coordinate, then the 8 (trilinear) or 1 (nearest, half to even) taps gathered from the
+    flattened volume, out-of-range taps weighted 0 under zeros padding."""
+    import torch
+    if interpolation_mode not in (0, 1) or padding_mode not in (0, 1, 2) or x.dim() != 5 or \
+            not x.dtype.is_floating_point or x.numel() == 0 or grid.numel() == 0:
+        return NotImplemented
+    n, c, d, h, w = x.shape
+    out_shape = grid.shape[1:4]
+    g = grid.float()
+    sizes = (w, h, d)   # grid's last dim: x (W), y (H), z (D)
+    coords = []
+    for i, size in enumerate(sizes):
+        v = g[..., i]
+        v = ((v + 1) / 2) * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
+        if padding_mode == 1:
+            v = v.clamp(0, size - 1)
+        elif padding_mode == 2:
+            v = _reflect(v, 0, 2 * (size - 1)) if align_corners else _reflect(v, -1, 2 * size - 1)
+            v = v.clamp(0, size - 1)
+        coords.append(v)
+    flat = x.reshape(n, c, d * h * w)
+
+    def tap(ix, iy, iz, weight):
+        ok = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h) & (iz >= 0) & (iz < d)
+        lin = (iz.clamp(0, d - 1) * h + iy.clamp(0, h - 1)) * w + ix.clamp(0, w - 1)
+        vals = flat.gather(2, lin.reshape(n, 1, -1).expand(n, c, -1).long())
+        return vals.float() * torch.where(ok, weight, 0.0).reshape(n, 1, -1)
+    if interpolation_mode == 1:
+        ix, iy, iz = (torch.round(v).long() for v in coords)
+        out = tap(ix, iy, iz, torch.ones_like(coords[0]))
+    else:
+        (fx, fy, fz) = (torch.floor(v) for v in coords)
+        tx, ty, tz = coords[0] - fx, coords[1] - fy, coords[2] - fz
+        x0, y0, z0 = fx.long(), fy.long(), fz.long()
+        out = 0
+        for dz in (0, 1):
+            for dy in (0, 1):
+                for dx in (0, 1):
+                    wgt = (tx if dx else 1 - tx) * (ty if dy else 1 - ty) * (tz if dz else 1 - tz)
+                    out = out + tap(x0 + dx, y0 + dy, z0 + dz, wgt)
+    return out.reshape(n, c, *out_shape).to(x.dtype)
+
+
 # ----------------------------------------------------------------------------- empty reductions
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
@@ -817,7 +880,7 @@ def _register_all() -> None:
              aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
              aten.var_mean.correction: _var_mean, aten.index_add.default: _index_add_16,
              aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d, aten.avg_pool2d.default: _avg_pool2d,
-             aten.index_put.default: _index_put}
+             aten.index_put.default: _index_put, aten.grid_sampler_3d.default: _grid_sampler_3d}
     for op, fn in table.items():
         _register(op)(fn)
 

@@ -267,3 +267,12 @@ def test_boolean_mask_assignment_of_broadcast_values() -> None:
     torch._dynamo.reset()
     _, rep = compile_for_mtia(put, torch.randn(4, 3), mask, torch.randn(3, 3))  # one row per selected row
     assert not rep.all_on_chip
+
+
+@pytest.mark.parametrize("mode,padding", [("bilinear", "zeros"), ("nearest", "border"), ("bilinear", "reflection")])
+def test_grid_sample_3d_on_the_chip(mode: str, padding: str) -> None:
+    torch.manual_seed(0)
+    x, grid = torch.randn(2, 3, 4, 5, 6), torch.rand(2, 3, 4, 2, 3) * 2.6 - 1.3   # some taps outside
+    for align in (False, True):
+        _on_chip(lambda a, g, al=align: torch.nn.functional.grid_sample(a, g, mode=mode, padding_mode=padding,
+                                                                        align_corners=al), x, grid)
