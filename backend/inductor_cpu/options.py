@@ -62,7 +62,11 @@ Each enhancement can be turned off alone, to measure what it buys:
   special_math.py (special.py).
 - `host_op_lowerings`: ops Inductor has no lowering for and leaves to aten on the host (histc,
   index_reduce prod / amin / amax, segment_reduce, cdist, pdist, addbmm, scatter_reduce prod /
-  mean / amax / amin, scatter multiply, GEMMs with an empty dimension, bilinear, 1-3-D convolutions) are rewritten, in
+  mean / amax / amin, scatter multiply, GEMMs with an empty dimension, bilinear, 1-3-D
+  convolutions and transposed ones, 16-bit index_add, adaptive_avg_pool3d, avg_pool2d with
+  large windows, boolean-mask index_put, grid_sampler_3d, var_mean over nothing; through
+  splice.py also embedding bags the Triton kernel does not take and linear_cross_entropy's
+  chunked ops) are rewritten, in
   Inductor's decomposition table, into ops it lowers to Triton: pointwise bin indices and
   index_put with accumulation (Triton atomics), masked reductions, broadcast-and-reduce
   distances, one mm (host_ops.py, which lists each rewrite's cost and limits).
