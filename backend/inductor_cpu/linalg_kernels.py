@@ -31,16 +31,25 @@ LIMIT = 64
 
 
 @triton.jit
+def _tile(ptr, b, s_b, s_m, s_n, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Matrix b of a strided batch as one [BM, BN] tile (zeros outside M x N), with its row and
+    column ranges."""
+    ri = tl.arange(0, BM)
+    ci = tl.arange(0, BN)
+    a = tl.load(ptr + b * s_b + ri[:, None] * s_m + ci[None, :] * s_n, mask=(ri[:, None] < M) & (ci[None, :] < N),
+                other=0.0)
+    return a, ri, ci
+
+
+@triton.jit
 def lu_factor_kernel(a_ptr, lu_ptr, piv_ptr, perm_ptr, info_ptr, M, N, K,
                      s_ab, s_am, s_an, s_lb, s_lm, s_ln,
                      BM: tl.constexpr, BN: tl.constexpr):
     b = tl.program_id(0)
-    ri = tl.arange(0, BM)
-    ci = tl.arange(0, BN)
+    a, ri, ci = _tile(a_ptr, b, s_ab, s_am, s_an, M, N, BM, BN)
     rows = ri[:, None]
     cols = ci[None, :]
     inside = (rows < M) & (cols < N)
-    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside, other=0.0)
     piv = tl.zeros([BM], dtype=tl.int32)
     perm = ri
     info = tl.sum(tl.zeros([BM], dtype=tl.int32), axis=0)
@@ -144,12 +153,10 @@ def geqrf_kernel(a_ptr, r_ptr, tau_ptr, M, N, K, s_ab, s_am, s_an, s_rb, s_rm, s
     """Householder QR (LAPACK geqr2 / larfg): R on and above the diagonal, each reflector's v
     (v[k] = 1 implied) below it, tau[k]; H_k = I - tau_k v v^T, beta = -sign(alpha) ||x||."""
     b = tl.program_id(0)
-    ri = tl.arange(0, BM)
-    ci = tl.arange(0, BN)
+    a, ri, ci = _tile(a_ptr, b, s_ab, s_am, s_an, M, N, BM, BN)
     rows = ri[:, None]
     cols = ci[None, :]
     inside = (rows < M) & (cols < N)
-    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=inside, other=0.0)
     tau = tl.zeros([BM], dtype=tl.float32)
     for k in range(0, K):
         col = tl.sum(tl.where(cols == k, a, 0.0), axis=1)
@@ -208,11 +215,9 @@ def svdvals_kernel(a_ptr, s_ptr, ar_ptr, v_ptr, M, N, s_ab, s_am, s_an, VECS: tl
     N <= M (a wide matrix's transpose, as a view). VECS: also the rotated matrix A V (column j
     is s_j u_j) and the rotations' product V, both row-major (B, M, N) and (B, N, N)."""
     b = tl.program_id(0)
-    ri = tl.arange(0, BM)
-    ci = tl.arange(0, BN)
+    a, ri, ci = _tile(a_ptr, b, s_ab, s_am, s_an, M, N, BM, BN)
     rows = ri[:, None]
     cols = ci[None, :]
-    a = tl.load(a_ptr + b * s_ab + rows * s_am + cols * s_an, mask=(rows < M) & (cols < N), other=0.0)
     vi = ci[:, None]
     v = tl.where((vi == cols) & (vi < N), 1.0, 0.0)
     for step in range(0, SWEEPS * N * N):
