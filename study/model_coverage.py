@@ -326,6 +326,11 @@ def _measure_case(case: tuple[str, str, str, str]) -> Coverage:
     from study.inductor import configure as configure_chip_aware
     from study.inductor import unconfigure as stock_inductor
     chip, size, model, mode = case
+    # kernels compiled in this process by an earlier case are dropped: Inductor keeps them keyed
+    # by their source, and a backend option that is not in the source (persistent_invariant's
+    # choice) can differ between cases; reusing them made a case's cycles depend on which cases a
+    # worker ran before it (the jagged block at the study size: 46.95 or 47.21 us)
+    options.forget_compiled_kernels()
     # plain: Inductor's own choices exactly (nothing of backend/inductor_cpu installed)
     configure_chip_aware() if mode == "chip" else stock_inductor()
     options.activate(**{k: mode == "chip" and on for k, on in options.DEFAULTS.items()})
@@ -350,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="plain: Inductor's own choices; chip: every chip-aware switch of backend/inductor_cpu on")
     ap.add_argument("--workers", type=int, default=1,
                     help="worker processes; 1 (the default) measures every case in one process, in order, so "
-                         "compile_s sees the caches earlier cases warmed, as it always has")
+                         "compile_s sees the on-disk caches earlier cases warmed; kernels compiled in memory "
+                         "are dropped per case, so cycles do not depend on the order or the worker count")
     a = ap.parse_args(argv)
     for mode in a.inductor.split(","):
         if mode not in ("plain", "chip"):
