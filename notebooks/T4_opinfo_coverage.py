@@ -109,13 +109,20 @@ for dt, g in oc.groupby("dtype"):
                      f"{100 * (p + partial) / (p + partial + fails):.1f}%"})
 summary = pd.DataFrame(rows)
 write_table(summary, "T4_opinfo_coverage", "OpInfo through Inductor + the MTIA backend. pass: Triton kernels ran on the simulated MTIA, matched eager, and nothing computed on the host (no aten fallback, no extern kernel: with no expert GEMM registered extern.mm/addmm/bmm/convolution are aten on the host; fallback calls that are pure views, such as aten.permute, aten.slice, aten.view_as_real, the lazy aten._conj, move no data and do not count); pass_partial: correct and Triton kernels ran, but part of the op stayed on the host (not in the coverage numerator); no Triton kernel: correct but Inductor used only extern/aten ops, views, or no graph. Anchors: TritorX 84.7%, TMTIA 94.5%.")
-fig, ax = plt.subplots(figsize=(7, 3))
-order = ["pass", "pass_partial", "pass_no_triton", "wrong", "compile_error", "runtime_error", "timeout", "skipped"]
-colors = ["#31a354", "#74c476", "#c7e9c0", "#de2d26", "#fc9272", "#fcbba1", "#bdbdbd", "#eeeeee"]
+fig, ax = plt.subplots(figsize=(7, 3.4))
+# pass_no_triton split by why: host fallback (the work list), nothing to compute (views), no graph
+order = ["pass", "pass_partial", "no Triton: host fallback", "no Triton: views only", "no Triton: no graph",
+         "wrong", "compile_error", "runtime_error", "timeout", "skipped"]
+colors = ["#31a354", "#74c476", "#fdae6b", "#c7e9c0", "#d9d9d9", "#de2d26", "#fc9272", "#fcbba1", "#bdbdbd",
+          "#eeeeee"]
+reason_label = {"fallback": "no Triton: host fallback", "no_compute": "no Triton: views only",
+                "no_graph": "no Triton: no graph"}
 dts = sorted(oc.dtype.unique())
 width = 0.8 / len(dts)
 for j, dt in enumerate(dts):
-    c = oc[oc.dtype == dt].status.value_counts()
+    g = oc[oc.dtype == dt]
+    label = g.status.where(g.status != "pass_no_triton", g.no_triton_reason.map(reason_label))
+    c = label.value_counts()
     vals = [int(c.get(k, 0)) for k in order]
     ax.barh([i + j * width for i in range(len(order))], vals, height=width, color=colors, edgecolor="black",
             hatch=["", "//"][j % 2], label=dt)
