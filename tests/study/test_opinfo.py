@@ -278,8 +278,9 @@ def test_random_samples_are_left_out_and_wrapped_ops_compile():
 @pytest.mark.parametrize("variant", ["chunked", "chunked_none"])
 def test_linear_cross_entropy_chunked_ops_run_on_chip(variant):
     """The chunked custom ops' loss (their gradients unread) as linear + cross_entropy (splice.py)."""
+    from study.opinfo_op import host_ops
     r = opinfo.run_op(_op("nn.functional.linear_cross_entropy", variant), torch.float32, n_samples=2)
-    assert r.status == "pass" and not r.fallback_ops, r
+    assert r.status == "pass" and not host_ops([f for f in r.fallback_ops.split(";") if f]), r
 
 
 def test_unstable_sorts_are_compared_up_to_the_order_of_ties():
