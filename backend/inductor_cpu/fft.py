@@ -40,11 +40,11 @@ DFT_LIMIT = 512
 _ORIGINAL: dict[Any, Callable | None] = {}
 
 
-def _twiddles(n: int, m: int, like):
-    """(cos, sin) of 2 pi (j k mod n) / n for j < n (rows), k < m (columns), FP32."""
+def _twiddles(rows: int, cols: int, n: int, like):
+    """(cos, sin) of 2 pi (j k mod n) / n for j < rows, k < cols, FP32."""
     import torch
-    j = torch.arange(n, device=like.device, dtype=torch.int64)
-    k = torch.arange(m, device=like.device, dtype=torch.int64)
+    j = torch.arange(rows, device=like.device, dtype=torch.int64)
+    k = torch.arange(cols, device=like.device, dtype=torch.int64)
     angle = ((j[:, None] * k[None, :]) % n).to(torch.float32) * (2 * math.pi / n)
     return torch.cos(angle), torch.sin(angle)
 
@@ -56,7 +56,7 @@ def _along(x, d: int, w):
 
 def _c2c_dim(re, im, d: int, forward: bool):
     n = re.shape[d]
-    c, s = _twiddles(n, n, re)
+    c, s = _twiddles(n, n, n, re)
     if forward:   # (re + i im)(c - i s)
         return _along(re, d, c) + _along(im, d, s), _along(im, d, c) - _along(re, d, s)
     return _along(re, d, c) - _along(im, d, s), _along(im, d, c) + _along(re, d, s)
@@ -132,7 +132,7 @@ def _fft_r2c(x, dim, normalization, onesided):
     last = dims[-1]
     n = x.shape[last]
     m = n // 2 + 1 if onesided else n
-    c, s = _twiddles(n, m, x)
+    c, s = _twiddles(n, m, n, x)
     re, im = _along(x, last, c), -_along(x, last, s)
     for d in dims[:-1]:
         re, im = _c2c_dim(re, im, d, forward=True)
@@ -166,11 +166,10 @@ def _fft_c2r(x, dim, normalization, last_dim_size):
     for d in dims[:-1]:
         re, im = _c2c_dim(re, im, d, forward=False)
     # x[t] = sum_k w_k (re_k cos(2 pi k t / n) - im_k sin(2 pi k t / n)), k < m
-    k = torch.arange(m, device=x.device, dtype=torch.int64)
-    t = torch.arange(n, device=x.device, dtype=torch.int64)
-    angle = ((k[:, None] * t[None, :]) % n).to(torch.float32) * (2 * math.pi / n)
+    k = torch.arange(m, device=x.device)
     w = torch.where((k == 0) | (2 * k == n), 1.0, 2.0).to(torch.float32)[:, None]
-    c, s = torch.cos(angle) * w, torch.sin(angle) * w
+    c, s = _twiddles(m, n, n, x)
+    c, s = c * w, s * w
     out = _along(re, last, c) - _along(im, last, s)
     f = _factor(sizes, normalization)
     return out if f is None else out * f
@@ -203,7 +202,7 @@ def _to_complex(x, dtype):
     if part is None or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         return NotImplemented
     re = x.to(part)
-    return torch.view_as_complex(torch.stack((re, torch.zeros_like(re)), -1))
+    return _complex(re, torch.zeros_like(re))
 
 
 def _decomps() -> dict[Any, Callable]:

@@ -176,13 +176,12 @@ def install() -> None:
                                 _linear_cross_entropy_rule))
     splice.register(splice.Rule(nn_ops._linear_cross_entropy_batch_chunked_no_reduction.default, None,
                                 "host_op_lowerings", _linear_cross_entropy_rule))
-    splice.install()
 
 
 def uninstall() -> None:
     from backend.inductor_cpu import splice
     uninstall_decompositions(_ORIGINAL)
-    splice.uninstall()
+    splice.unregister("host_op_lowerings")
 
 
 def _aten() -> Any:
@@ -532,12 +531,8 @@ def _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding,
             xd = torch.cat([xd, torch.zeros(*xd.shape[:-1], s - 1, dtype=x.dtype, device=x.device)], -1)
             xd = xd.flatten(-2)[..., :(x.shape[2 + d] - 1) * s + 1]
             x = xd.movedim(-1, 2 + d)
-        lo = dilation[d] * (taps[d] - 1) - padding[d]
-        hi = lo + output_padding[d]
-        pad = [0, 0] * (nd - 1 - d) + [lo, hi]
-        x = torch.constant_pad_nd(x, pad, 0.0) if lo >= 0 and hi >= 0 else \
-            torch.constant_pad_nd(x, [max(v, 0) for v in pad], 0.0).narrow(
-                2 + d, max(-lo, 0), x.shape[2 + d] + lo + hi)
+        lo = dilation[d] * (taps[d] - 1) - padding[d]   # a negative pad crops
+        x = torch.constant_pad_nd(x, [0, 0] * (nd - 1 - d) + [lo, lo + output_padding[d]], 0.0)
     o = weight.shape[1] * groups
     w = weight.reshape(groups, c // groups, weight.shape[1], *taps).transpose(1, 2)
     w = w.reshape(o, c // groups, *taps).flip(list(range(2, 2 + nd)))

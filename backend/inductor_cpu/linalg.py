@@ -203,8 +203,12 @@ def _solve_tri(t: torch.Tensor, rhs: torch.Tensor, lower: bool, unit: bool) -> t
     return x.reshape(rhs.shape)
 
 
+def _failed(api: str) -> str:
+    return f"{api}: the factorization could not be completed (info != 0)"
+
+
 def _check(info: torch.Tensor, api: str) -> None:
-    torch._assert_async((info == 0).all(), f"{api}: the factorization could not be completed (info != 0)")
+    torch._assert_async((info == 0).all(), _failed(api))
 
 
 def _factor(a: torch.Tensor):
@@ -214,10 +218,19 @@ def _factor(a: torch.Tensor):
             info.reshape(batch))
 
 
-def _perm_matrix(perm: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
-    """P with A = P L U: P[perm[i], i] = 1."""
+def _perm_of(piv: torch.Tensor, m: int) -> torch.Tensor:
+    """The permutation of m rows that getrf's pivots describe (batched)."""
+    return pivots_to_perm(piv.reshape(-1, piv.shape[-1]), m).reshape(*piv.shape[:-1], m)
+
+
+def _plu(lu: torch.Tensor, perm: torch.Tensor):
+    """(P, L, U) from the packed factors: P[perm[i], i] = 1, L unit lower (M x K), U upper (K x N)."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
     r = torch.arange(m, device=perm.device, dtype=perm.dtype)
-    return (r[:, None] == perm[..., None, :]).to(dtype)
+    p = (r[:, None] == perm[..., None, :]).to(lu.dtype)
+    low = torch.tril(lu[..., :, :k], -1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
+    return p, low, torch.triu(lu[..., :k, :])
 
 
 def _permute_rows(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
@@ -264,28 +277,20 @@ def _lu_factor_ex(a, *, pivot=True, check_errors=False):
 def _linalg_lu(a, *, pivot=True):
     if not pivot or not _takes(a):
         return NotImplemented
-    m, n = a.shape[-2:]
-    k = min(m, n)
     lu, _, perm, _ = _factor(a)
-    low = torch.tril(lu[..., :, :k], -1) + torch.eye(m, k, dtype=a.dtype, device=a.device)
-    return _perm_matrix(perm, m, a.dtype), low, torch.triu(lu[..., :k, :])
+    return _plu(lu, perm)
 
 
 def _lu_unpack(lu, piv, unpack_data=True, unpack_pivots=True):
     if not (unpack_data and unpack_pivots and _takes(lu)) or piv.dtype != torch.int32:
         return NotImplemented
-    m, n = lu.shape[-2:]
-    k = min(m, n)
-    perm = pivots_to_perm(piv.reshape(-1, piv.shape[-1]), m).reshape(*piv.shape[:-1], m)
-    low = torch.tril(lu[..., :, :k], -1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
-    return _perm_matrix(perm, m, lu.dtype), low, torch.triu(lu[..., :k, :])
+    return _plu(lu, _perm_of(piv, lu.shape[-2]))
 
 
 def _linalg_lu_solve(lu, piv, rhs, *, left=True, adjoint=False):
     if not (_takes(lu) and _rhs(rhs if left else rhs.mT) and _square(lu)) or piv.dtype != torch.int32:
         return NotImplemented
-    n = lu.shape[-1]
-    perm = pivots_to_perm(piv.reshape(-1, piv.shape[-1]), n).reshape(*piv.shape[:-1], n)
+    perm = _perm_of(piv, lu.shape[-1])
     if left:
         return _lu_solve(lu, perm, rhs, adjoint)
     # X A = B  <=>  A^T X^T = B^T
@@ -565,7 +570,7 @@ def _check_errors_lowering(original: Callable) -> Callable:
                 and getattr(info.get_device(), "type", None) == "cpu"):
             return original(info, api_name, is_matrix=is_matrix)
         ok = L.lowerings[torch.ops.aten.eq.Scalar](info, 0)
-        L._assert_async(ok, f"{api_name}: the factorization could not be completed (info != 0)")
+        L._assert_async(ok, _failed(api_name))
         return None
     lowering.mtia_original = original  # type: ignore[attr-defined]
     return lowering
@@ -605,7 +610,6 @@ def install() -> None:
     aten = torch.ops.aten
     splice.register(splice.Rule(aten._linalg_svd.default, 1, "linalg_kernels", _svdvals_rule))
     splice.register(splice.Rule(aten._linalg_eigh.default, 0, "linalg_kernels", _eigvalsh_rule))
-    splice.install()
 
 
 def uninstall() -> None:
@@ -617,4 +621,4 @@ def uninstall() -> None:
         L.lowerings[op] = original
     _LOWERING_ORIGINAL.clear()
     from backend.inductor_cpu import splice
-    splice.uninstall()
+    splice.unregister("linalg_kernels")

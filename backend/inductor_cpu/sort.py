@@ -160,9 +160,8 @@ def _merge(av, ai, bv, bi, descending: bool):
         before_a = torch.where(a_nan, 0, lb - below(b_up, av, True))
         before_b = torch.where(b_nan, a_nan.sum(-1, keepdim=True), la - below(a_up, bv, False))
     pos = torch.cat([ra + before_a, rb + before_b], -1)
-    vals = torch.zeros_like(torch.cat([av, bv], -1)).scatter(-1, pos, torch.cat([av, bv], -1))
-    idx = torch.zeros_like(torch.cat([ai, bi], -1)).scatter(-1, pos, torch.cat([ai, bi], -1))
-    return vals, idx
+    vals, idx = torch.cat([av, bv], -1), torch.cat([ai, bi], -1)
+    return torch.zeros_like(vals).scatter(-1, pos, vals), torch.zeros_like(idx).scatter(-1, pos, idx)
 
 
 def _long_sort(x, dim=-1, descending=False):

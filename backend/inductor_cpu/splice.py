@@ -10,7 +10,8 @@ output is the one it computes by a function traced (Inductor's `fwd_only`, under
 mode) into the graph in its place.
 
 Rules are registered by the modules that own them (linalg.py, host_ops.py), each with the switch
-it belongs to; `install()` sets the pass once.
+it belongs to; the pass is set while any rule is registered, and a module's uninstall drops only
+its own rules (`unregister`).
 """
 from __future__ import annotations
 
@@ -34,8 +35,17 @@ RULES: list[Rule] = []
 
 
 def register(rule: Rule) -> None:
+    """Add a rule and install the pass (idempotent)."""
     if not any(r.target is rule.target for r in RULES):
         RULES.append(rule)
+    _install()
+
+
+def unregister(switch: str) -> None:
+    """Drop the rules of one switch's module; the pass goes once no rule is left."""
+    RULES[:] = [r for r in RULES if r.switch != switch]
+    if not RULES:
+        _uninstall()
 
 
 def only_output_users(node: torch.fx.Node, index: int) -> list[torch.fx.Node] | None:
@@ -107,13 +117,13 @@ class OneOutputPass(CustomGraphPass):
                 tuple(str(r.target) for r in RULES))
 
 
-def install() -> None:
+def _install() -> None:
     import torch._inductor.config as ic
     if ic.post_grad_custom_pre_pass is None:
         ic.post_grad_custom_pre_pass = OneOutputPass()
 
 
-def uninstall() -> None:
+def _uninstall() -> None:
     import torch._inductor.config as ic
     if isinstance(ic.post_grad_custom_pre_pass, OneOutputPass):
         ic.post_grad_custom_pre_pass = None
