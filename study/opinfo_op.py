@@ -228,9 +228,12 @@ def _samples(op, dtype, n: int, scan: int):
     Samples with data come first: OpInfo generators often open with empty tensors
     (`searchsorted`, `cholesky_solve`, `svd`, `nn.functional.unfold` ...), and an op tried only on
     empty inputs computes nothing, so it would say nothing about the op's kernels. A sample is
-    empty when it has tensors and all of them have no elements; samples without tensors
-    (factories such as `arange`) count as having data. Empty samples fill in only where fewer
-    than n samples with data exist in the first `scan`; the chosen samples keep their order."""
+    empty when it has tensors and all of them have no elements, or when eager returns tensors
+    and all of them have no elements (`eye(0)`, `logspace` with 0 steps: a factory's first
+    samples often build nothing, and Inductor then emits no kernel). Samples without tensors
+    in or out (factories such as `arange`, ops returning a Python scalar) count as having data.
+    Empty samples fill in only where fewer than n samples with data exist in the first `scan`;
+    the chosen samples keep their order."""
     import itertools
     import torch
     from torch.utils._pytree import tree_leaves
@@ -251,6 +254,8 @@ def _samples(op, dtype, n: int, scan: int):
         if _is_random(op, s, ref):
             random_seen = True
             continue  # its output depends on the seed (dropout_p > 0): nothing to compare with
+        outs = [t for t in tree_leaves(ref) if isinstance(t, torch.Tensor)]
+        is_empty = is_empty or (bool(outs) and all(t.numel() == 0 for t in outs))
         (empty if is_empty else full).append((s, ref))
         if len(full) >= n:
             break

@@ -234,6 +234,18 @@ def test_samples_with_data_come_before_empty_ones():
     assert len(got) == 3 and not any(has_data(s) for s, _ in got)
 
 
+def test_samples_whose_output_is_empty_count_as_empty():
+    """eye(0) and logspace with 0 steps have no input tensor but build nothing: T4 runs the
+    factory on samples whose output has elements, and the row then runs a Triton kernel."""
+    from study.opinfo_op import SAMPLE_SCAN, _samples
+    for name, variant in (("eye", ""), ("logspace", "tensor_overload")):
+        op = _op(name, variant)
+        got, _ = _samples(op, torch.float32, 3, scan=3 + SAMPLE_SCAN)
+        assert len(got) == 3 and all(ref.numel() > 0 for _, ref in got), name
+    r = opinfo.run_op(_op("eye"), torch.float32, n_samples=3, cpp_control=False)
+    assert r.status == "pass" and r.n_kernels >= 1, r
+
+
 def test_low_precision_rows_may_be_judged_against_fp64_but_not_past_nan():
     from study.opinfo_op import closer_than_eager
     exact = torch.tensor([100.3, -0.7], dtype=torch.float64)
