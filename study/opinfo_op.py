@@ -173,21 +173,56 @@ def closer_than_eager(eager, compiled, fp64, tol: float) -> bool:
         return False
 
 
-# ops whose order among equal values is unspecified unless stable=True is passed (torch.sort's
-# documentation: "the relative order of equivalent elements" is preserved only when stable)
-TIE_ORDER_FREE = ("sort", "argsort")
+# ops whose choice or order among equal values is unspecified: sort / argsort unless
+# stable=True is passed (torch.sort's documentation: "the relative order of equivalent elements"
+# is preserved only when stable); topk's pick among values tied at the k-th place and, with
+# sorted=False, its order; mode's index, one of the value's positions (eager CPU returns the
+# last of its run in an unstable std::sort)
+TIE_ORDER_FREE = ("sort", "argsort", "topk", "mode")
+
+
+def _picks(x, dim: int, idx, vals) -> bool:
+    """idx (along dim of x) picks exactly vals, NaN where vals has NaN."""
+    import torch
+    picked = x.gather(dim, idx.long())
+    return torch.equal(picked.isnan(), vals.isnan()) and bool((picked.nan_to_num(0) == vals.nan_to_num(0)).all())
+
+
+def _given(sample, names: tuple[str, ...]) -> dict:
+    args, kwargs = list(sample.args), dict(sample.kwargs)
+    return dict(zip(names, args), **{k: kwargs[k] for k in names if k in kwargs})
 
 
 def same_up_to_ties(name: str, sample, out, ref, rtol: float, atol: float) -> bool:
-    """For an unstable sort / argsort: the sorted values equal eager's, and the indices are a
-    permutation along the sorted dimension that picks exactly those values, so the results
-    differ at most in the order of equal elements, which the call leaves unspecified."""
+    """Equal to eager but for the choice among equal values, which the call leaves unspecified:
+    - unstable sort / argsort: the sorted values equal eager's, and the indices are a
+      permutation along the sorted dimension that picks exactly those values;
+    - topk: the values equal eager's (both sorted first where sorted=False), and the indices
+      are distinct and pick exactly those values;
+    - mode: the values equal eager's, and each index is a position of its row's value."""
     import torch
-    args, kwargs = list(sample.args), dict(sample.kwargs)
-    names = ("dim", "descending", "stable")
-    given = dict(zip(names, args), **{k: kwargs[k] for k in names if k in kwargs})
     x = sample.input
-    if given.get("stable") or not isinstance(x, torch.Tensor) or x.dim() == 0:
+    if not isinstance(x, torch.Tensor) or x.dim() == 0:
+        return False
+    if name == "topk":
+        given = _given(sample, ("k", "dim", "largest", "sorted"))
+        dim = given.get("dim", -1) % x.dim()
+        (vals, idx), (ref_vals, _) = out, ref
+        if not given.get("sorted", True):
+            vals_cmp, ref_cmp = vals.sort(dim).values, ref_vals.sort(dim).values
+        else:
+            vals_cmp, ref_cmp = vals, ref_vals
+        distinct = idx.numel() == 0 or bool((idx.sort(dim).values.diff(dim=dim) != 0).all())
+        return compare(vals_cmp, ref_cmp, rtol, atol) is None and distinct and _picks(x, dim, idx, vals)
+    if name == "mode":
+        given = _given(sample, ("dim", "keepdim"))
+        dim = given.get("dim", -1) % x.dim()
+        (vals, idx), (ref_vals, _) = out, ref
+        if not given.get("keepdim", False):
+            vals, idx, ref_vals = vals.unsqueeze(dim), idx.unsqueeze(dim), ref_vals.unsqueeze(dim)
+        return compare(vals, ref_vals, rtol, atol) is None and _picks(x, dim, idx, vals)
+    given = _given(sample, ("dim", "descending", "stable"))
+    if given.get("stable"):
         return False
     dim = given.get("dim", -1) % x.dim()
     if name == "sort":
@@ -201,9 +236,7 @@ def same_up_to_ties(name: str, sample, out, ref, rtol: float, atol: float) -> bo
     idx = idx.long()
     order = torch.arange(x.shape[dim]).reshape([-1 if d == dim else 1 for d in range(x.dim())])
     permutation = torch.equal(idx.sort(dim).values, order.expand_as(idx))
-    picked = x.gather(dim, idx)
-    return permutation and torch.equal(picked.isnan(), vals.isnan()) and bool(
-        (picked.nan_to_num(0) == vals.nan_to_num(0)).all())
+    return permutation and _picks(x, dim, idx, vals)
 
 
 # ----------------------------------------------------------------------------- one op

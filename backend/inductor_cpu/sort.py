@@ -1,4 +1,4 @@
-"""`sort_kernels`: sorts, and what is derived from one (kthvalue, median, nanmedian), as
+"""`sort_kernels`: sorts, and what is derived from one (kthvalue, topk, mode, median, nanmedian), as
 Inductor's own Triton sort kernel where the sorted dimension fits a PE.
 
 median and nanmedian are decompositions of this module's own (a stable sort, the row's count
@@ -23,12 +23,16 @@ longer ones stay with aten.
 
 Sorts are stable here, whatever the call asks: ties keep their input order, as eager's
 stable=True sort keeps them. An unstable call's indices can still differ from eager's where
-values tie (eager's unstable sort orders ties its own way); the values never differ. mode and
-topk stay with aten: Inductor's sort-based mode returns the last position of the most frequent
-value, eager the position its own algorithm finds; topk's choice among equal values is eager's
-selection algorithm's own, and a model that routes on it (the MoE's top-2 experts, T3) then
-picks another expert where two router scores tie, so its output differs from eager's by far
-more than rounding.
+values tie (eager's unstable sort orders ties its own way); the values never differ.
+
+topk and mode are Inductor's own sort-based lowerings (under the same config): topk a stable
+sort (descending for the largest) cut to k, mode a stable sort, run lengths and the last
+position of the most frequent value (the smallest such value). Their values equal eager's; their
+indices where values tie are the stable sort's, which eager leaves unspecified: CPU topk picks
+among equal values by its partial sort / nth_element, CPU mode returns the last element of the
+value's run in an unstable std::sort (the last position only for rows short enough for an
+insertion sort). A model that routes on topk (the MoE's top-k experts, T3) picks another expert
+than eager only where two router scores tie exactly at the k-th place.
 """
 from __future__ import annotations
 
@@ -47,7 +51,8 @@ def _ops() -> dict[Any, Callable[[tuple, dict], Any]]:
 
     def arg(i: int, default: Any = -1) -> Callable[[tuple, dict], Any]:
         return lambda args, kwargs: kwargs.get("dim", args[i] if len(args) > i else default)
-    return {aten.sort.default: arg(1), aten.sort.stable: arg(99), aten.kthvalue.default: arg(2)}
+    return {aten.sort.default: arg(1), aten.sort.stable: arg(99), aten.kthvalue.default: arg(2),
+            aten.topk.default: arg(2), aten.mode.default: arg(1)}
 
 
 def _fits(x: Any, dim: Any) -> bool:

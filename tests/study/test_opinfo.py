@@ -310,3 +310,26 @@ def test_unstable_sorts_are_compared_up_to_the_order_of_ties():
     assert not same_up_to_ties("argsort", sample, torch.tensor([[1, 3, 0, 2]]), ref.indices, 0.0, 0.0)
     stable = SimpleNamespace(input=x, args=(), kwargs={"dim": 1, "stable": True})
     assert not same_up_to_ties("sort", stable, swapped, ref, 0.0, 0.0)  # stable: ties have an order
+
+
+def test_topk_and_mode_are_compared_up_to_the_choice_among_ties():
+    from types import SimpleNamespace
+
+    from study.opinfo_op import same_up_to_ties
+    x = torch.tensor([[2.0, 1.0, 2.0, 0.0, 2.0]])
+    ref = torch.topk(x, 2, dim=1)
+    other = (ref.values, torch.tensor([[4, 2]]))                      # two other 2.0s
+    sample = SimpleNamespace(input=x, args=(2, 1), kwargs={})
+    assert same_up_to_ties("topk", sample, other, ref, 0.0, 0.0)
+    assert not same_up_to_ties("topk", sample, (ref.values, torch.tensor([[2, 2]])), ref, 0.0, 0.0)  # one twice
+    assert not same_up_to_ties("topk", sample, (ref.values, torch.tensor([[0, 1]])), ref, 0.0, 0.0)  # 1.0 picked
+    assert not same_up_to_ties("topk", sample, (torch.tensor([[2.0, 1.0]]), torch.tensor([[0, 1]])), ref, 0.0, 0.0)
+    unsorted = SimpleNamespace(input=x, args=(3, 1, False, False), kwargs={})   # smallest 3, any order
+    ref3 = torch.topk(x, 3, dim=1, largest=False, sorted=False)
+    assert same_up_to_ties("topk", unsorted, (torch.tensor([[2.0, 0.0, 1.0]]), torch.tensor([[4, 3, 1]])), ref3, 0.0, 0.0)
+    m = torch.tensor([[3.0, 1.0, 3.0, 1.0, 3.0]])
+    mref = torch.mode(m, 1)
+    msample = SimpleNamespace(input=m, args=(1,), kwargs={})
+    assert same_up_to_ties("mode", msample, (mref.values, torch.tensor([0])), mref, 0.0, 0.0)
+    assert not same_up_to_ties("mode", msample, (mref.values, torch.tensor([1])), mref, 0.0, 0.0)
+    assert not same_up_to_ties("mode", msample, (torch.tensor([1.0]), torch.tensor([1])), mref, 0.0, 0.0)

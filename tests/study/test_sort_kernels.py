@@ -1,4 +1,4 @@
-"""Switch `sort_kernels` (backend/inductor_cpu/sort.py): sort, argsort, kthvalue and
+"""Switch `sort_kernels` (backend/inductor_cpu/sort.py): sort, argsort, kthvalue, topk, mode and
 median compile to Inductor's Triton sort kernel on the simulated chip where the sorted
 dimension fits a PE, sorts up to four times longer as runs merged on the chip, match eager, and
 larger sorts stay with aten."""
@@ -48,8 +48,45 @@ def test_what_stays_with_aten() -> None:
     assert rep.all_on_chip  # Inductor's own sort: up to 512 elements
     _, rep = _compiled(lambda a: torch.kthvalue(a, 3, dim=-1), torch.randn(4, 100), sort_kernels=False)
     assert not rep.all_on_chip
-    _, rep = _compiled(lambda a: torch.topk(a, 3, dim=-1), torch.randn(4, 100))
-    assert not rep.all_on_chip  # topk's choice among ties is eager's own: left to aten
+    _, rep = _compiled(lambda a: torch.topk(a, 3, dim=-1), torch.randn(4, 100), sort_kernels=False)
+    assert not rep.all_on_chip
+
+
+def _picks_ties(x: torch.Tensor, dim: int, values: torch.Tensor, indices: torch.Tensor) -> bool:
+    """indices point at elements of x equal to values (NaN at NaN), along dim."""
+    picked = x.gather(dim, indices)
+    return torch.equal(picked.isnan(), values.isnan()) and torch.equal(picked.nan_to_num(0), values.nan_to_num(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_topk_and_mode_run_on_the_chip(dtype) -> None:
+    """Values equal eager's, NaN included (topk takes NaN as the largest); where values tie the
+    indices are the stable sort's, which eager leaves unspecified: they are checked to pick the
+    same values, and equal eager's where the data has no ties."""
+    torch.manual_seed(0)
+    nan = float("nan")
+    x = torch.randn(5, 300).to(dtype)
+    x[1, 7] = nan
+    x[2, :40] = 0.5  # ties across the k-th place
+    for k, dim, largest in ((5, -1, True), (3, 1, False), (2, 0, True), (300, -1, True)):
+        f = lambda a, k=k, dim=dim, largest=largest: torch.topk(a, k, dim=dim, largest=largest)  # noqa: E731
+        compiled, rep = _compiled(f, x)
+        assert rep.kernels and rep.all_on_chip, rep.report()
+        got, want = compiled(x), f(x)
+        torch.testing.assert_close(got.values, want.values, equal_nan=True, rtol=0, atol=0)
+        assert _picks_ties(x, dim, got.values, got.indices)
+    distinct = (torch.randperm(256) - 128).reshape(4, 64).to(dtype)  # exact in bf16 too
+    _on_chip(lambda a: torch.topk(a, 4, dim=-1), distinct)
+    m = torch.randint(0, 5, (6, 33)).to(dtype)  # many ties: the mode is the smallest most frequent value
+    for dim, keepdim in ((-1, False), (0, True)):
+        f = lambda a, dim=dim, keepdim=keepdim: torch.mode(a, dim, keepdim)  # noqa: E731
+        compiled, rep = _compiled(f, m)
+        assert rep.kernels and rep.all_on_chip, rep.report()
+        got, want = compiled(m), f(m)
+        assert torch.equal(got.values, want.values)
+        g = got.indices if keepdim else got.indices.unsqueeze(dim)
+        v = got.values if keepdim else got.values.unsqueeze(dim)
+        assert _picks_ties(m, dim, v, g)
 
 
 def test_median_and_nanmedian_with_nans_ties_and_keepdim() -> None:
