@@ -84,7 +84,14 @@ def _chip_lowering(op: Any, where: Callable[[tuple, dict], Any], original: Calla
                 return L.sort_stable(x, stable=True, dim=where(args, kwargs), descending=descending)
             if op is aten.sort.stable:   # (self, *, stable, dim=-1, descending=False)
                 return L.sort_stable(x, stable=True, dim=where(args, kwargs), descending=kwargs.get("descending", False))
-            return original(*args, **kwargs)
+            out = original(*args, **kwargs)
+            if op is aten.topk.default:
+                # the k leading columns of the sorted rows, copied out contiguous: read in place,
+                # a strided slice of the sort's buffers costs each consumer short DMA bursts
+                out = tuple(L.clone(t) for t in out)
+                for t in out:
+                    t.realize()
+            return out
     lowering.mtia_original = original  # type: ignore[attr-defined]
     return lowering
 
