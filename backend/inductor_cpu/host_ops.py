@@ -74,6 +74,18 @@ How each op is rewritten, and what that costs against the aten kernel:
   sampler).
 - `var_mean` over no elements (an empty reduced dimension): NaN for variance and mean, as eager
   gives, where Inductor's Welford reduction gives a mean of 0 (its C++ backend too).
+- `_upsample_bilinear2d_aa` (antialiased bilinear resize, FP32): separable, as aten computes
+  it: along each dimension whose size changes, a weight matrix (out x in; the triangle filter
+  widened by the scale when downsampling, each row normalised to sum 1) built in-graph from
+  aten's index and weight rules, and one matmul; a dimension of unchanged size is passed as is,
+  as aten skips it (a scale given for it is then ignored). The matmuls run every input element
+  of a row against every output (out x in MACs per row) where aten touches only the filter's
+  support: cheap at image sizes on the DPE, quadratic in the row length.
+- `nonzero_static` (a fixed output size): each nonzero element's place is its rank among the
+  nonzeros (a cumsum, Inductor's Triton scan), its coordinates are unravelled from the flat
+  position, and one scatter writes them; elements past `size` go to a spare row that is cut
+  off, and unfilled rows keep `fill_value`. Up to NONZERO_LIMIT elements (the scan runs in one
+  program).
 - `addbmm`: one mm over the batch folded into the contraction ((n, b*k) @ (b*k, m)), then
   beta * self + alpha * product as pointwise code (self ignored for beta = 0, as aten does).
   The mm is Inductor's like any other (a GEMM template or the expert GEMM); not addmm, which
@@ -93,6 +105,8 @@ DENSE_LIMIT = 1 << 22
 # small calls take it; a segment-aware lowering (sorted segments, as the jagged kernels) is what
 # larger ones need
 SCATTER_DENSE_LIMIT = 1 << 16
+# nonzero_static's input elements: its rank is one scan over the flattened input, in one program
+NONZERO_LIMIT = 1 << 14
 
 _DECOMPS: dict[Any, Callable] = {}
 _ORIGINAL: dict[Any, Callable | None] = {}
@@ -863,6 +877,65 @@ def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     return nan, nan.clone()
 
 
+# ----------------------------------------------------------------------------- resampling, nonzero
+
+def _aa_scale(n_in: int, n_out: int, align_corners: bool, scale: float | None) -> float:
+    """aten's area_pixel_compute_scale: input pixels per output pixel."""
+    if align_corners:
+        return (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+
+
+def _aa_weights(n_in: int, n_out: int, align_corners: bool, scale: float | None, device):
+    """(n_out, n_in) weights of the antialiased bilinear filter, by aten's rules: output i is
+    centred at s * (i + 0.5); the triangle filter's support is max(s, 1) input pixels each way,
+    taps from trunc(centre - support + 0.5) to trunc(centre + support + 0.5), clipped to the
+    input, each weighted 1 - |(j - centre + 0.5) / max(s, 1)| (at least 0), then normalised."""
+    import torch
+    s = _aa_scale(n_in, n_out, align_corners, scale)
+    support = max(s, 1.0)
+    i = torch.arange(n_out, device=device, dtype=torch.float32)[:, None]
+    j = torch.arange(n_in, device=device, dtype=torch.float32)[None, :]
+    centre = s * (i + 0.5)
+    lo = (centre - support + 0.5).to(torch.int64).clamp(min=0)
+    hi = (centre + support + 0.5).to(torch.int64).clamp(max=n_in)
+    w = (1.0 - ((j - centre + 0.5) / support).abs()).clamp(min=0.0)
+    w = torch.where((j >= lo) & (j < hi), w, 0.0)
+    total = w.sum(1, keepdim=True)
+    return torch.where(total != 0, w / total, w)
+
+
+def _upsample_bilinear2d_aa(x, output_size, align_corners, scales_h=None, scales_w=None):
+    import torch
+    if x.dim() != 4 or x.dtype != torch.float32 or x.numel() == 0:
+        return NotImplemented
+    (h, w), (oh, ow) = x.shape[-2:], output_size
+    y = x
+    if ow != w:
+        y = torch.matmul(y, _aa_weights(w, ow, align_corners, scales_w, x.device).t())
+    if oh != h:
+        y = torch.matmul(_aa_weights(h, oh, align_corners, scales_h, x.device), y)
+    return y.clone() if y is x else y
+
+
+def _nonzero_static(x, *, size, fill_value=-1):
+    import torch
+    n = x.numel()
+    if x.dim() == 0 or n == 0 or size <= 0 or n > NONZERO_LIMIT or x.is_complex():
+        return NotImplemented
+    flat = (x != 0).reshape(-1)
+    rank = torch.cumsum(flat.to(torch.int64), 0) - 1
+    row = torch.where(flat & (rank < size), rank, size)   # the rest go to a spare row
+    pos = torch.arange(n, device=x.device)
+    coords = []
+    for d in reversed(range(x.dim())):
+        coords.append(pos % x.shape[d])
+        pos = pos // x.shape[d]
+    coords = torch.stack(coords[::-1], 1)
+    out = torch.full((size + 1, x.dim()), fill_value, dtype=torch.int64, device=x.device)
+    return out.scatter(0, row[:, None].expand(n, x.dim()), coords)[:size]
+
+
 def _register_all() -> None:
     import torch
     aten = torch.ops.aten
@@ -875,7 +948,9 @@ def _register_all() -> None:
              aten._trilinear.default: _trilinear, aten.convolution.default: _convolution,
              aten.var_mean.correction: _var_mean, aten.index_add.default: _index_add_16,
              aten._adaptive_avg_pool3d.default: _adaptive_avg_pool3d, aten.avg_pool2d.default: _avg_pool2d,
-             aten.index_put.default: _index_put, aten.grid_sampler_3d.default: _grid_sampler_3d}
+             aten.index_put.default: _index_put, aten.grid_sampler_3d.default: _grid_sampler_3d,
+             aten._upsample_bilinear2d_aa.default: _upsample_bilinear2d_aa,
+             aten.nonzero_static.default: _nonzero_static}
     for op, fn in table.items():
         _register(op)(fn)
 

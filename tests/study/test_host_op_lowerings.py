@@ -276,3 +276,24 @@ def test_grid_sample_3d_on_the_chip(mode: str, padding: str) -> None:
     for align in (False, True):
         _on_chip(lambda a, g, al=align: torch.nn.functional.grid_sample(a, g, mode=mode, padding_mode=padding,
                                                                         align_corners=al), x, grid)
+
+
+def test_antialiased_bilinear_resize_on_the_chip() -> None:
+    """Down- and upsampling per dimension, a dimension of unchanged size (aten skips it, scale
+    or not), given scales and align_corners."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 10, 20)
+    cases = [((3, 3), False, None, None), ((17, 7), False, None, None), ((8, 20), False, 1.7, 0.9),
+             ((5, 5), True, 1.7, 0.9), ((1, 1), False, None, None)]
+    for size, align, sh, sw in cases:
+        _on_chip(lambda a, size=size, align=align, sh=sh, sw=sw:
+                 torch.ops.aten._upsample_bilinear2d_aa(a, size, align, sh, sw), x, rtol=1e-5, atol=1e-5)
+    _on_chip(lambda a: torch.nn.functional.interpolate(a, size=(4, 9), mode="bilinear", antialias=True), x)
+
+
+def test_nonzero_static_on_the_chip() -> None:
+    x = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0], [0.0, 0.0, 3.0]])
+    for size, fill in ((2, -1), (4, -1), (9, 7)):        # truncated, exact, padded with fill_value
+        _on_chip(lambda a, size=size, fill=fill: torch.nonzero_static(a, size=size, fill_value=fill), x)
+    _on_chip(lambda a: torch.nonzero_static(a, size=5), torch.tensor([True, False, True]))
+    _on_chip(lambda a: torch.nonzero_static(a, size=3), torch.randint(0, 2, (2, 3, 4)))
