@@ -70,10 +70,10 @@ Each enhancement can be turned off alone, to measure what it buys:
   Inductor's decomposition table, into ops it lowers to Triton: pointwise bin indices and
   index_put with accumulation (Triton atomics), masked reductions, broadcast-and-reduce
   distances, one mm (host_ops.py, which lists each rewrite's cost and limits).
-- `sort_kernels`: sort / argsort / msort, kthvalue, median and nanmedian run as Inductor's own
+- `sort_kernels`: sort / argsort / msort, kthvalue, topk, mode, median and nanmedian run as Inductor's own
   Triton sort kernel (a bitonic network in one program) when the sorted dimension fits a PE
   (up to sort.SORT_LIMIT elements), where Inductor sorts in Triton only up to 512 and leaves
-  the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; median and nanmedian as a sort and a gather that keep eager's NaN rules; sort.py).
+  the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; median and nanmedian as a sort and a gather that keep eager's NaN rules; topk and mode pick the first of tied values, where eager's choice is its selection algorithm's own; sort.py).
 
 - `dft_lowerings`: the FFT ops (aten._fft_r2c / c2c / c2r, behind torch.fft and stft), which
   Inductor leaves to pocketfft on the host, become discrete Fourier transforms: one matmul with

@@ -69,3 +69,23 @@ def test_cli_measures_plain_and_chip_aware_inductor(tmp_path):
     assert int(rows["plain"]["n_fallback_ops"]) > 0 and float(rows["plain"]["fallback_est_us"]) > 0
     assert int(rows["chip"]["n_fallback_ops"]) == 0 and float(rows["chip"]["fallback_est_us"]) == 0
     assert rows["chip"]["correct"] == "True"
+
+
+def test_topk_ties_are_broken_as_on_the_chip_only_where_eager_differs():
+    """stable_ties: eager topk with the first of equal values taken first (the chip's rule);
+    the rows where eager's own choice differs are counted, so T3 uses that reference only for a
+    routing tie, never to excuse a wrong kernel."""
+    x = torch.tensor([[0.1, 0.5, 0.5, 0.2], [0.9, 0.1, 0.3, 0.2]])
+    with model_coverage.stable_ties() as ties:
+        v, i = torch.topk(x, 1, dim=-1)
+        v2, i2 = x.topk(2, largest=False)
+    assert torch.equal(i, torch.tensor([[1], [0]])) and torch.equal(v, torch.tensor([[0.5], [0.9]]))
+    assert torch.equal(i2, torch.tensor([[0, 3], [1, 3]]))
+    eager = torch.topk(x, 1, dim=-1).indices[0, 0].item()
+    assert ties.rows == 4 and ties.rows_differ == (eager != 1)
+    # a row where eager CPU's selection takes the last tied 2.0 (index 7), the chip the first two
+    y = torch.tensor([[1.0, 0.0, 2.0, 2.0, 0.0, 0.0, 1.0, 2.0]])
+    with model_coverage.stable_ties() as ties:
+        i = torch.topk(y, 2).indices
+    assert torch.equal(i, torch.tensor([[2, 3]]))
+    assert ties.rows == 1 and ties.rows_differ == int(set(torch.topk(y, 2).indices[0].tolist()) != {2, 3})
