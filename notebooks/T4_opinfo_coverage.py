@@ -48,7 +48,8 @@
 # where Inductor keeps FP32 between fused ones, and eager's own algorithm can miss the exact
 # value by more than the tolerance (fp32 matrix_exp). An unstable sort or argsort is compared up to
 # the order of equal elements, which such a call leaves unspecified (values equal, indices a
-# permutation that picks them). Those passes are counted in their own columns. Each
+# permutation that picks them); topk up to its pick among values tied at the k-th place (values
+# equal, indices distinct and picking them), mode up to which position of its value it returns. Those passes are counted in their own columns. Each
 # entry runs on up to three OpInfo samples, those with data before empty ones, samples whose
 # eager output depends on the seed left out. Anchors: TritorX 84.7%, TMTIA 94.5%.
 #
