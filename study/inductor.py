@@ -60,7 +60,7 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import benchmark, cat, extern, fft, heuristics, host_ops, linalg, options, sort, special
+    from backend.inductor_cpu import benchmark, cat, extern, fft, heuristics, host_ops, linalg, options, segments, sort, special
     options.activate_current()  # the switches that are Inductor config keys (nd_tiling)
     heuristics.install()
     cat.install()
@@ -69,6 +69,7 @@ def configure() -> None:
     sort.install()
     fft.install()
     linalg.install()
+    segments.install()
     extern.register_extern("gemm", _expert_gemm)
     extern.register_extern("embedding_bag", _triton_embedding_bag)
     extern.install()
@@ -99,7 +100,7 @@ def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: 
 def unconfigure() -> None:
     """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
     a process that goes on to compile without them (T3's stock measurement, tests)."""
-    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, linalg, sort, special
+    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, linalg, segments, sort, special
     heuristics.uninstall()
     cat.uninstall()
     special.uninstall()
@@ -107,6 +108,7 @@ def unconfigure() -> None:
     host_ops.uninstall()
     fft.uninstall()
     linalg.uninstall()
+    segments.uninstall()
     extern.uninstall()
 
 

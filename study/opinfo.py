@@ -124,12 +124,13 @@ def configure(cache_dir: str | None = None) -> None:
     ic.triton.prefer_nd_tiling = nd_tiling  # that switch's config only, not the other switches'
     if options.enabled("triton_gemm_templates"):
         gemm_templates.install()
-    from backend.inductor_cpu import fft, host_ops, linalg, sort, special
+    from backend.inductor_cpu import fft, host_ops, linalg, segments, sort, special
     special.install()
     sort.install()  # `sort_kernels`: Inductor's Triton sort where the sorted dimension fits a PE
     host_ops.install()  # `host_op_lowerings`: ops Inductor leaves to aten, rewritten into Triton code
     fft.install()  # `dft_lowerings`: the FFT ops as DFT matmuls
     linalg.install()  # `linalg_kernels`: LU / Cholesky / triangular solves as Triton kernels
+    segments.install()  # `segment_reductions`: scatters over jagged segment ids as segment reductions
     _unwrap_set_seed()
     import warnings
     warnings.filterwarnings("ignore")

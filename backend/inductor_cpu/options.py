@@ -75,6 +75,11 @@ Each enhancement can be turned off alone, to measure what it buys:
   (up to sort.SORT_LIMIT elements), where Inductor sorts in Triton only up to 512 and leaves
   the others to aten (Inductor's `triton.decompose_sort_ops`, set per call; median and nanmedian as a sort and a gather that keep eager's NaN rules; topk and mode pick the first of tied values, where eager's choice is its selection algorithm's own; sort.py).
 
+- `segment_reductions`: index_add, accumulating index_put and scatter_reduce (sum, amax, amin,
+  mean) whose index is searchsorted(sorted boundaries, arange(n)), the segment id of jagged
+  code, run as one segment reduction (a Triton kernel, one program per segment and column block,
+  rows read in order, FP32, no atomics) where Inductor scatters with atomics or leaves the op to
+  aten on the host (segments.py).
 - `dft_lowerings`: the FFT ops (aten._fft_r2c / c2c / c2r, behind torch.fft and stft), which
   Inductor leaves to pocketfft on the host, become discrete Fourier transforms: one matmul with
   a twiddle table per transformed dimension, up to fft.DFT_LIMIT points (fft.py).
@@ -97,7 +102,8 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "extern_gemm": True, "extern_sdpa": True,
                              "extern_embedding_bag": True, "triton_gemm_templates": False,
                              "special_functions": True, "host_op_lowerings": True, "sort_kernels": True,
-                             "dft_lowerings": True, "linalg_kernels": True}
+                             "dft_lowerings": True, "linalg_kernels": True,
+                             "segment_reductions": True}
 _ACTIVE: dict[str, bool] = {}
 
 
