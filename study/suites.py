@@ -122,16 +122,16 @@ def _is_autotuned(w: Workload) -> bool:
 
 SUITES: dict[str, Suite] = {s.name: s for s in (
     # quick and full: hand-written kernels and expert programs. Inductor has a suite of its own
-    # (representative shapes, first dtype): each compile runs Inductor, and its autotuning of the
+    # (every study shape and dtype, as full): each compile runs Inductor, and its autotuning of the
     # kernels it does not give a fixed block shape runs every candidate through the simulator
     Suite("quick", "test-tagged shapes of every workload on mtia2i; what CI and the gate run", "test",
           lambda: ["mtia2i"], impls=HAND_WRITTEN_IMPLS),
     Suite("full", "every study shape and dtype of every workload on the default chip, priced in every memory "
           "regime (T2, F1, F2)", "study", _default_chip, impls=HAND_WRITTEN_IMPLS,
           priced_regimes=("resident", "writeback")),
-    Suite("inductor", "torch.compile of every workload's model code (or reference) at its representative shape, "
-          "first dtype, chip-aware switches on (F1)", "study", _default_chip, impls=("inductor",),
-          primary_only=True, first_dtype_only=True, priced_regimes=("resident", "writeback")),
+    Suite("inductor", "torch.compile of every workload's model code (or reference) at every study shape and "
+          "dtype, chip-aware switches on (F1)", "study", _default_chip, impls=("inductor",),
+          priced_regimes=("resident", "writeback")),
     Suite("gemm_sweep", "square BF16 GEMM 256..4096: fraction of peak vs size (F3)", "sweep", _default_chip,
           impls=("triton", "triton_ext", "expert"), families=frozenset({"gemm"})),
     Suite("generations", "plain Triton and expert on every chip config (F5)", "study", available_chips,
