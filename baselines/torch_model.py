@@ -7,7 +7,9 @@ the chip's vector rate, not the DPE's), which no hand-written kernel of the stud
 workload whose reference differs from model code that way declares its model form here
 (`Workload.model`, study/registry.py); the `inductor` implementation compiles it and its output
 is checked against the reference at the dtype's tolerance, like the Triton kernels'. Workloads
-without a model form compile their reference (their fp32 inputs make the two the same).
+without a model form compile their reference, its FP32 result cast to the inputs' 16-bit dtype
+where they have one (study.inductor.at_input_dtype: the hand-written kernels write that dtype;
+with FP32 inputs the two are the same).
 """
 from __future__ import annotations
 

@@ -29,7 +29,8 @@
 # `writeback` = inputs cold and outputs written back to LPDDR on the critical path. The regime
 # is part of every claim read from this figure: both sides are priced in the same regime.
 #
-# Reads `results/raw/full.csv` (each run's executed events are priced in every regime).
+# Reads `results/raw/full.csv` and `results/raw/inductor.csv` (each run's executed events are
+# priced in every regime).
 #
 # How to read it: log x axis; right of 1x Triton is faster, left slower. The dashed line is the
 # geometric mean over every dot of the panel, the dotted line the 0.8x floor. The table printed
@@ -38,7 +39,10 @@
 # the expert's speed). The summary (`results/tables/F1_summary.md`) sets each implementation
 # beside plain Triton twice: Triton's geomean over the same workloads (all their shapes and
 # dtypes), and `vs triton, same kernels`, time(Triton) / time(impl) over exactly the (workload,
-# shape, dtype) kernels both have (Inductor runs one shape per workload). Anchors: TMTIA ("competitive with expert C++"), ML-Triton (>95% of expert
+# shape, dtype) kernels both have. Inductor's rows (suite `inductor`, every study shape and dtype
+# as `full`) miss where Inductor could not keep a call on the chip or Dynamo split the reference
+# (error rows, left out of the geomeans: int8 GEMMs beyond the representative shape, the jagged
+# references with data-dependent lengths). Anchors: TMTIA ("competitive with expert C++"), ML-Triton (>95% of expert
 # by geomean). Times are simulated cycles of the timing model (`backend/sim/timing.py`),
 # deterministic; its ASSUMPTION parameters are listed in the chip config and docs/study.md.
 #
