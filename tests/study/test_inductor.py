@@ -374,3 +374,18 @@ def test_a_plain_kernel_run_after_inductor_code_compiles_for_the_mtia_target() -
     k = _plain_row_bias[(rows,)](xs, b, out, N=n)
     torch.testing.assert_close(out, xs + b.repeat(rows))
     assert k.metadata.target.backend == "mtia" and not k.metadata.persistent_invariant
+
+
+def test_reference_result_is_compiled_at_the_inputs_dtype() -> None:
+    """The inductor implementation compiles the FP32 reference as bf16 model code would run: its
+    FP32 result in the inputs' 16-bit dtype, as the hand-written kernels write it; integer
+    results, tuples and FP32 calls unchanged."""
+    from study.inductor import at_input_dtype
+    ref = at_input_dtype(lambda x, idx=None: x.float() * 2)
+    assert ref(x=torch.ones(3, dtype=torch.bfloat16)).dtype == torch.bfloat16
+    assert ref(x=torch.ones(3, dtype=torch.float16), idx=torch.arange(2)).dtype == torch.float16
+    assert ref(x=torch.ones(3)).dtype == torch.float32
+    pair = at_input_dtype(lambda x: (x.float(), x.float()))(x=torch.ones(2, dtype=torch.bfloat16))
+    assert all(t.dtype == torch.float32 for t in pair)
+    ints = at_input_dtype(lambda x: x.to(torch.int32))(x=torch.ones(2, dtype=torch.bfloat16))
+    assert ints.dtype == torch.int32
