@@ -37,6 +37,16 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch
     return F.scaled_dot_product_attention(q[:, :, None, :], k, v)[:, :, 0, :]
 
 
+def dot_interaction(x: torch.Tensor) -> torch.Tensor:
+    """DLRM's feature interaction at the features' dtype: the pairwise dot products as one bmm
+    in that dtype (a bf16 model's GEMM, on the DPE), where the reference upcasts to FP32 first
+    (an FP32 GEMM at the vector rate that no hand-written kernel of the study computes)."""
+    f = x.shape[1]
+    z = torch.bmm(x, x.transpose(1, 2))
+    i, j = torch.tril_indices(f, f, offset=-1)
+    return torch.cat([x[:, 0, :], z[:, i, j]], dim=1)
+
+
 def jagged_offsets(lengths: torch.Tensor) -> torch.Tensor:
     """The reference's exclusive cumsum written without an in-place slice store (which Inductor
     leaves to aten as a host `zero_` of the output)."""

@@ -171,6 +171,7 @@ def _(p, dt, gen):
 
 
 dot_interaction.impl("torch")(torch_ref.dot_interaction)
+dot_interaction.model = torch_model.dot_interaction
 
 
 @dot_interaction.impl("triton", source=K.dot_interaction_kernel)

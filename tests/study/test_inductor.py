@@ -183,10 +183,11 @@ def test_bias_broadcast_is_tiled_and_sized_for_the_chip() -> None:
     assert 0.8 < on.engine_busy["DMA_IN"] / off.engine_busy["DMA_IN"] < 1.2
 
 
-def test_inductor_compiles_the_model_form_at_the_workload_dtype() -> None:
+@pytest.mark.parametrize("name", ["matmul", "dot_interaction"])
+def test_inductor_compiles_the_model_form_at_the_workload_dtype(name: str) -> None:
     from study.measure import measure, reference
     from study.registry import load_all
-    w = load_all()["matmul"]
+    w = load_all()[name]
     assert w.model is not None and w.model is not w.impls["torch"]
     shape = next(s for s in w.shapes if "test" in s.tags)
     inputs, ref = reference(w, shape, "bf16")
