@@ -326,12 +326,13 @@ def stable_ties():
     counter of the topk rows (`rows`) and of those where eager's own topk picks other indices
     (`rows_differ`), so a reference under this rule is only used where ties were the cause."""
     import inspect
+    from types import SimpleNamespace
 
     import torch
     from torch.overrides import TorchFunctionMode
 
     sig = inspect.signature(lambda input, k, dim=-1, largest=True, sorted=True: None)  # noqa: A002
-    counts = type("TieCounts", (), {"rows": 0, "rows_differ": 0})()
+    counts = SimpleNamespace(rows=0, rows_differ=0)
 
     class _Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -52,6 +52,7 @@ import torch
 import triton
 
 from backend.inductor_cpu import linalg_kernels as K
+from backend.inductor_cpu.splice import launch
 
 _ORIGINAL: dict[Any, Callable | None] = {}
 
@@ -61,16 +62,7 @@ _ORIGINAL: dict[Any, Callable | None] = {}
 # is put into the graph as Inductor's functional Triton-kernel node (the form a user's
 # `wrap_triton` call takes once functionalized), whose outputs are fresh tensors. Inductor then
 # emits it as a user-defined Triton kernel of the generated code. Each function takes a batch of
-# matrices as one 3-D tensor (any strides).
-
-def _launch(kernel: Any, grid: tuple, outputs: dict[str, torch.Tensor], **args: Any) -> list[torch.Tensor]:
-    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table, triton_kernel_wrapper_functional
-    tensors = {k: v for k, v in {**args, **outputs}.items() if isinstance(v, torch.Tensor)}
-    constants = {k: v for k, v in args.items() if not isinstance(v, torch.Tensor)}
-    out = triton_kernel_wrapper_functional(
-        kernel_idx=kernel_side_table.add_kernel(kernel), constant_args_idx=kernel_side_table.add_constant_args(constants),
-        grid=[grid], tma_descriptor_metadata={}, kwargs=tensors, tensors_to_clone=list(outputs))
-    return [out[k] for k in outputs]
+# matrices as one 3-D tensor (any strides); `splice.launch` adds the node.
 
 
 def _strides(prefix: str, t: torch.Tensor) -> dict[str, int]:
@@ -88,14 +80,14 @@ def lu_factor(a: torch.Tensor) -> list[torch.Tensor]:
     lu = _empty((b, m, n), a.dtype, a)
     outs = {"lu_ptr": lu, "piv_ptr": _empty((b, k), torch.int32, a), "perm_ptr": _empty((b, m), torch.int32, a),
             "info_ptr": _empty((b,), torch.int32, a)}
-    return _launch(K.lu_factor_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a),
+    return launch(K.lu_factor_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a),
                    **_strides("l", lu), BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
 
 
 def pivots_to_perm(piv: torch.Tensor, m: int) -> torch.Tensor:
     b, k = piv.shape
     outs = {"perm_ptr": _empty((b, m), torch.int32, piv)}
-    return _launch(K.pivots_to_perm_kernel, (b, 1, 1), outs, piv_ptr=piv.contiguous(), M=m, K=k,
+    return launch(K.pivots_to_perm_kernel, (b, 1, 1), outs, piv_ptr=piv.contiguous(), M=m, K=k,
                    BM=triton.next_power_of_2(max(m, k)))[0]
 
 
@@ -104,7 +96,7 @@ def cholesky_lower(a: torch.Tensor) -> list[torch.Tensor]:
     b, n, _ = a.shape
     low = _empty((b, n, n), a.dtype, a)
     outs = {"l_ptr": low, "info_ptr": _empty((b,), torch.int32, a)}
-    return _launch(K.cholesky_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), **_strides("l", low),
+    return launch(K.cholesky_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), **_strides("l", low),
                    BN=triton.next_power_of_2(n))
 
 
@@ -113,7 +105,7 @@ def trsm(t: torch.Tensor, rhs: torch.Tensor, lower: bool, unit: bool) -> torch.T
     b, n, r = rhs.shape
     x = _empty((b, n, r), rhs.dtype, rhs)
     br = min(triton.next_power_of_2(r), K.LIMIT)
-    return _launch(K.trsm_kernel, (b, triton.cdiv(r, br), 1), {"x_ptr": x}, t_ptr=t, b_ptr=rhs, N=n, R=r,
+    return launch(K.trsm_kernel, (b, triton.cdiv(r, br), 1), {"x_ptr": x}, t_ptr=t, b_ptr=rhs, N=n, R=r,
                    **_strides("t", t), **_strides("b", rhs), **_strides("x", x), LOWER=lower, UNIT=unit,
                    BN=triton.next_power_of_2(n), BR=br)[0]
 
@@ -124,7 +116,7 @@ def geqrf(a: torch.Tensor) -> list[torch.Tensor]:
     k = min(m, n)
     r = _empty((b, m, n), a.dtype, a)
     outs = {"r_ptr": r, "tau_ptr": _empty((b, k), a.dtype, a)}
-    return _launch(K.geqrf_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a), **_strides("r", r),
+    return launch(K.geqrf_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, K=k, **_strides("a", a), **_strides("r", r),
                    BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
 
 
@@ -133,7 +125,7 @@ def orgqr(a: torch.Tensor, tau: torch.Tensor, ncols: int) -> torch.Tensor:
     b, m, _ = a.shape
     k = tau.shape[-1]
     q = _empty((b, m, ncols), a.dtype, a)
-    return _launch(K.orgqr_kernel, (b, 1, 1), {"q_ptr": q}, a_ptr=a, tau_ptr=tau.contiguous(), M=m, N=ncols, K=k,
+    return launch(K.orgqr_kernel, (b, 1, 1), {"q_ptr": q}, a_ptr=a, tau_ptr=tau.contiguous(), M=m, N=ncols, K=k,
                    **_strides("a", a), **_strides("q", q), BM=triton.next_power_of_2(m),
                    BN=triton.next_power_of_2(ncols), BK=triton.next_power_of_2(k))[0]
 
@@ -147,7 +139,7 @@ def svdvals(a: torch.Tensor, vectors: bool = False) -> list[torch.Tensor]:
         outs.update(ar_ptr=_empty((b, m, n), a.dtype, a), v_ptr=_empty((b, n, n), a.dtype, a))
     else:
         outs.update(ar_ptr=_empty((1,), a.dtype, a), v_ptr=_empty((1,), a.dtype, a))
-    got = _launch(K.svdvals_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, **_strides("a", a), VECS=vectors,
+    got = launch(K.svdvals_kernel, (b, 1, 1), outs, a_ptr=a, M=m, N=n, **_strides("a", a), VECS=vectors,
                   BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n))
     return got if vectors else got[:1]
 
@@ -158,7 +150,7 @@ def eigvalsh(a: torch.Tensor, upper: bool, vectors: bool = False) -> list[torch.
     b, n, _ = a.shape
     outs = {"w_ptr": _empty((b, n), a.dtype, a),
             "v_ptr": _empty((b, n, n) if vectors else (1,), a.dtype, a)}
-    got = _launch(K.eigvalsh_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), UPPER=upper, VECS=vectors,
+    got = launch(K.eigvalsh_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a), UPPER=upper, VECS=vectors,
                   BN=triton.next_power_of_2(n))
     return got if vectors else got[:1]
 
@@ -167,7 +159,7 @@ def matrix_exp(a: torch.Tensor) -> torch.Tensor:
     """exp of each matrix of a (B, N, N) batch, in FP32."""
     b, n, _ = a.shape
     outs = {"e_ptr": _empty((b, n, n), torch.float32, a)}
-    return _launch(K.matrix_exp_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a),
+    return launch(K.matrix_exp_kernel, (b, 1, 1), outs, a_ptr=a, N=n, **_strides("a", a),
                    BN=max(16, triton.next_power_of_2(n)))[0]
 
 

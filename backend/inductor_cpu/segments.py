@@ -25,12 +25,14 @@ FP32 sums add BLOCK_R rows at a time, not one by one.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 import triton
 
 from backend.inductor_cpu import segment_kernels as K
+from backend.inductor_cpu.splice import launch, val
 
 SWITCH = "segment_reductions"
 _REDUCE = {"sum": K.SUM, "amax": K.MAX, "amin": K.MIN, "mean": K.SUM}
@@ -39,7 +41,6 @@ _FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 
 def _segments_of(index: Any) -> tuple[torch.fx.Node, bool] | None:
     """(the boundaries node, right) where `index` is searchsorted(boundaries, arange(n))."""
-    from backend.inductor_cpu.splice import val
     aten, prims = torch.ops.aten, torch.ops.prims
     if not isinstance(index, torch.fx.Node) or index.target is not aten.searchsorted.Tensor:
         return None
@@ -68,77 +69,74 @@ def _bounds(bnd: torch.Tensor, n: int, right: bool, what: str) -> tuple[torch.Te
 
 def segment_reduce(src: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, reduce: str) -> torch.Tensor:
     """(segments, *src.shape[1:]) FP32: `reduce` over rows [lo[b], hi[b]) of src."""
-    from backend.inductor_cpu.linalg import _launch
     n, segs = src.shape[0], lo.shape[0]
-    d = 1
-    for s in src.shape[1:]:
-        d *= s
+    d = math.prod(src.shape[1:])
     flat = src.reshape(n, d)
     block_d = min(triton.next_power_of_2(d), 128)
     block_r = max(1, min(128, 8192 // block_d))
     out = torch.empty((segs, d), dtype=torch.float32, device=src.device)
-    red = _launch(K.segment_reduce_kernel, (segs, triton.cdiv(d, block_d), 1), {"out_ptr": out},
+    red = launch(K.segment_reduce_kernel, (segs, triton.cdiv(d, block_d), 1), {"out_ptr": out},
                   src_ptr=flat, lo_ptr=lo, hi_ptr=hi, D=d, s_r=flat.stride(0), s_d=flat.stride(1),
                   REDUCE=_REDUCE[reduce], BLOCK_R=block_r, BLOCK_D=block_d)[0]
     return red.reshape(segs, *src.shape[1:])
 
 
-def _takes(self: Any, src: Any, bnd_node: torch.fx.Node, n_rows: int) -> bool:
-    from backend.inductor_cpu.splice import val
-    bnd = val(bnd_node)
-    return (isinstance(self, torch.Tensor) and isinstance(src, torch.Tensor) and self.device.type == "cpu"
-            and self.dtype in _FLOATS and src.dtype == self.dtype and self.dim() >= 1
-            and self.shape[0] == bnd.numel() and src.shape[0] == n_rows and tuple(src.shape[1:]) == tuple(self.shape[1:]))
-
-
-def _index_add_rule(node: torch.fx.Node):
-    """index_add(self, 0, seg, source, alpha=a) = self + a * segment sums of source."""
-    from backend.inductor_cpu.splice import val
-    self_n, dim, index, src_n = node.args[:4]
-    alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+def _matched(self_n: Any, index: Any, src_n: Any) -> tuple[torch.fx.Node, bool] | None:
+    """(boundaries node, right) where `index` is a segment id over as many segments as self has
+    rows and self / src are floating point of one dtype, src one row per id."""
     seg = _segments_of(index)
     self, src = val(self_n), val(src_n)
-    if seg is None or not isinstance(self, torch.Tensor) or dim % max(self.dim(), 1) != 0 \
-            or not _takes(self, src, seg[0], val(index).shape[0]):
+    if seg is None or not (isinstance(self, torch.Tensor) and isinstance(src, torch.Tensor)):
+        return None
+    ok = (self.device.type == "cpu" and self.dtype in _FLOATS and src.dtype == self.dtype and self.dim() >= 1
+          and self.shape[0] == val(seg[0]).numel() and src.shape[0] == val(index).shape[0]
+          and tuple(src.shape[1:]) == tuple(self.shape[1:]))
+    return seg if ok else None
+
+
+def _segment_sum(self_n: Any, index: Any, src_n: Any, alpha: Any, what: str):
+    """self + alpha * the segment sums of src, in FP32, rounded once to self's dtype."""
+    seg = _matched(self_n, index, src_n)
+    if seg is None:
         return None
     bnd_n, right = seg
 
     def fn(x, b, s):
-        lo, hi = _bounds(b, s.shape[0], right, "index_add")
+        lo, hi = _bounds(b, s.shape[0], right, what)
         return (x.float() + alpha * segment_reduce(s, lo, hi, "sum")).to(x.dtype)
     return fn, [self_n, bnd_n, src_n]
 
 
+def _index_add_rule(node: torch.fx.Node):
+    """index_add(self, 0, seg, source, alpha=a) = self + a * segment sums of source."""
+    self_n, dim, index, src_n = node.args[:4]
+    alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+    self = val(self_n)
+    if not isinstance(self, torch.Tensor) or dim % max(self.dim(), 1) != 0:
+        return None
+    return _segment_sum(self_n, index, src_n, alpha, "index_add")
+
+
 def _index_put_rule(node: torch.fx.Node):
     """index_put(self, [seg], values, accumulate=True) = self + segment sums of values."""
-    from backend.inductor_cpu.splice import val
     self_n, indices, vals_n = node.args[:3]
     accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
     if not accumulate or len(indices) != 1:
         return None
-    seg = _segments_of(indices[0])
-    self, src = val(self_n), val(vals_n)
-    if seg is None or not _takes(self, src, seg[0], val(indices[0]).shape[0]):
-        return None
-    bnd_n, right = seg
-
-    def fn(x, b, s):
-        lo, hi = _bounds(b, s.shape[0], right, "index_put")
-        return (x.float() + segment_reduce(s, lo, hi, "sum")).to(x.dtype)
-    return fn, [self_n, bnd_n, vals_n]
+    return _segment_sum(self_n, indices[0], vals_n, 1, "index_put")
 
 
 def _scatter_reduce_rule(node: torch.fx.Node):
     """scatter_reduce(self, 0, seg, src, reduce, include_self) of 1-D src: the segment's
     reduction combined with self (include_self), or taking self's place where the segment has
     rows (include_self=False)."""
-    from backend.inductor_cpu.splice import val
     self_n, dim, index, src_n, reduce = node.args[:5]
     include_self = node.kwargs.get("include_self", node.args[5] if len(node.args) > 5 else True)
-    seg = _segments_of(index)
-    self, src = val(self_n), val(src_n)
-    if seg is None or reduce not in _REDUCE or not isinstance(self, torch.Tensor) or self.dim() != 1 or dim not in (0, -1) \
-            or not _takes(self, src, seg[0], val(index).shape[0]):
+    self = val(self_n)
+    if reduce not in _REDUCE or dim not in (0, -1) or not isinstance(self, torch.Tensor) or self.dim() != 1:
+        return None
+    seg = _matched(self_n, index, src_n)
+    if seg is None:
         return None
     bnd_n, right = seg
 

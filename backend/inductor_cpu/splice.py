@@ -60,6 +60,21 @@ def val(node: Any) -> Any:
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
+def launch(kernel: Any, grid: tuple, outputs: dict[str, torch.Tensor], **args: Any) -> list[torch.Tensor]:
+    """Put a Triton kernel into the graph being traced as Inductor's functional Triton-kernel
+    node (the form a user's `wrap_triton` call takes once functionalized), which Inductor emits
+    as a user-defined Triton kernel: `outputs` (name -> a fresh tensor) come back written, the
+    tensor `args` are read, the others are constants. Used by the decompositions and rules of
+    linalg.py and segments.py."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table, triton_kernel_wrapper_functional
+    tensors = {k: v for k, v in {**args, **outputs}.items() if isinstance(v, torch.Tensor)}
+    constants = {k: v for k, v in args.items() if not isinstance(v, torch.Tensor)}
+    out = triton_kernel_wrapper_functional(
+        kernel_idx=kernel_side_table.add_kernel(kernel), constant_args_idx=kernel_side_table.add_constant_args(constants),
+        grid=[grid], tma_descriptor_metadata={}, kwargs=tensors, tensors_to_clone=list(outputs))
+    return [out[k] for k in outputs]
+
+
 def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Node] | None, fn: Callable,
             inputs: list[torch.fx.Node]) -> None:
     from torch._guards import detect_fake_mode

@@ -8,6 +8,8 @@ import pytest
 import torch
 import triton  # noqa: F401  - before backend.driver (Triton's backend discovery imports it)
 
+from study.opinfo_op import _picks  # indices pick exactly the values, NaN at NaN
+
 pytestmark = pytest.mark.usefixtures("chip_aware_inductor")
 
 
@@ -52,12 +54,6 @@ def test_what_stays_with_aten() -> None:
     assert not rep.all_on_chip
 
 
-def _picks_ties(x: torch.Tensor, dim: int, values: torch.Tensor, indices: torch.Tensor) -> bool:
-    """indices point at elements of x equal to values (NaN at NaN), along dim."""
-    picked = x.gather(dim, indices)
-    return torch.equal(picked.isnan(), values.isnan()) and torch.equal(picked.nan_to_num(0), values.nan_to_num(0))
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_topk_and_mode_run_on_the_chip(dtype) -> None:
     """Values equal eager's, NaN included (topk takes NaN as the largest); where values tie the
@@ -74,7 +70,7 @@ def test_topk_and_mode_run_on_the_chip(dtype) -> None:
         assert rep.kernels and rep.all_on_chip, rep.report()
         got, want = compiled(x), f(x)
         torch.testing.assert_close(got.values, want.values, equal_nan=True, rtol=0, atol=0)
-        assert _picks_ties(x, dim, got.values, got.indices)
+        assert _picks(x, dim, got.indices, got.values)
     distinct = (torch.randperm(256) - 128).reshape(4, 64).to(dtype)  # exact in bf16 too
     _on_chip(lambda a: torch.topk(a, 4, dim=-1), distinct)
     m = torch.randint(0, 5, (6, 33)).to(dtype)  # many ties: the mode is the smallest most frequent value
@@ -86,7 +82,7 @@ def test_topk_and_mode_run_on_the_chip(dtype) -> None:
         assert torch.equal(got.values, want.values)
         g = got.indices if keepdim else got.indices.unsqueeze(dim)
         v = got.values if keepdim else got.values.unsqueeze(dim)
-        assert _picks_ties(m, dim, v, g)
+        assert _picks(m, dim, g, v)
 
 
 def test_median_and_nanmedian_with_nans_ties_and_keepdim() -> None:
