@@ -82,6 +82,7 @@ class MTIAOptions:
     transposed_dma: bool = True         # a box whose contiguous dim is not the tile's last: DMA + MLU permute
     dense_strided_dma: bool = True      # a load with last-dim stride 2 or 4: the dense span + MLU split
     repeat_dma: bool = True             # a load at index // k along the last dim: k times fewer elements + MLU repeat
+    table_dma: bool = True              # a gather bounded by asserts to a small span: the dense span + MLU gather
     pipeline_programs: bool = True      # overlap consecutive programs on a PE when buffers fit twice
     software_pipeline: bool = True      # rotate loops (next GEMM before this softmax), order ops by earliest start
     minmax_idiom: bool = True           # compare-and-select NaN-propagating min/max -> one op (backend/passes/idioms.py)

@@ -18,6 +18,14 @@ a cat on the cpu -> MTIA path is lowered as a pointwise cat when it can fuse:
 
 Otherwise, and with the switch off, Inductor's own lowering runs. Installed through Inductor's
 lowering table (`torch._inductor.lowering.lowerings`), wrapping the registered lowering.
+
+A narrowing conversion of a cat (`torch.cat([...]).to(torch.bfloat16)`: an FP32 computation
+written at a 16-bit model's dtype, the study's bf16 RoPE) is moved into the cat's inputs
+first, `cat([a.to(bf16), b.to(bf16)])`, by a rule of the post-grad pass (splice.py): the same
+values, since the conversion is elementwise. Left where it is, the conversion is the cat's one
+pointwise user, so the cat is fused into it as a select that computes every input for every
+element (RoPE's two rotated halves: each half's loads and arithmetic twice); moved, each input
+is computed into its slice of the output once, at the narrow dtype.
 """
 from __future__ import annotations
 
@@ -75,9 +83,36 @@ def _chip_cat(original: Callable) -> Callable:
     return cat
 
 
+def _cast_through_cat(node: Any) -> tuple[Callable, list] | None:
+    """Splice rule for convert_element_type(cat(xs, dim), dtype), the cat read by nothing else
+    and the conversion narrowing a float: the function cat([x.to(dtype) ...], dim) of xs."""
+    import torch
+
+    from backend.inductor_cpu.splice import val
+    src = node.args[0]
+    dtype = node.args[1] if len(node.args) > 1 else node.kwargs.get("dtype")
+    if (not isinstance(src, torch.fx.Node) or src.target is not torch.ops.aten.cat.default
+            or len(src.users) != 1 or not isinstance(dtype, torch.dtype)):
+        return None
+    xs = src.args[0]
+    dim = src.args[1] if len(src.args) > 1 else src.kwargs.get("dim", 0)
+    wide = val(src)
+    if (wide is None or not wide.dtype.is_floating_point or not dtype.is_floating_point
+            or dtype.itemsize >= wide.dtype.itemsize or not all(isinstance(x, torch.fx.Node) for x in xs)):
+        return None
+
+    def narrowed_cat(*parts: Any) -> Any:
+        return torch.cat([p.to(dtype) for p in parts], dim)
+    return narrowed_cat, list(xs)
+
+
 def install() -> None:
     import torch
     from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import splice
+    splice.register(splice.Rule(torch.ops.prims.convert_element_type.default, None, "pointwise_cat",
+                                _cast_through_cat))
     op = torch.ops.aten.cat.default
     current = L.lowerings[op]
     if not hasattr(current, "mtia_original"):
@@ -87,6 +122,9 @@ def install() -> None:
 
 def uninstall() -> None:
     from torch._inductor import lowering as L
+
+    from backend.inductor_cpu import splice
+    splice.unregister("pointwise_cat")
     for op, original in _ORIGINAL.items():
         L.lowerings[op] = original
     _ORIGINAL.clear()

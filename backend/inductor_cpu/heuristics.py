@@ -39,6 +39,10 @@ from backend.inductor_cpu.gemm_templates import GemmTemplateChoices
 # f32 tiles of one row alive at once in a persistent reduction's program (input, its upcast,
 # exponent, output, and num_stages copies of the input): a row must fit that many times
 LIVE_TILES = 8
+# ... and at least this many for a kernel with few row operands (`row_tiles`): softmax's row,
+# its upcast, exponent and output (a 16K-element f32 row in 384 KB, as the hand-written softmax
+# holds it)
+MIN_LIVE_TILES = 6
 # Inductor's persistent-reduction candidates: XBLOCK in (1, 8, 32, 128) with XBLOCK x row at
 # most 4096 elements (torch/_inductor/runtime/triton_heuristics.py)
 INDUCTOR_MIN_XBLOCK = 8
@@ -58,10 +62,35 @@ def num_pes() -> int:
     return int(g["rows"]) * int(g["cols"])
 
 
-def persistent_row_limit() -> int:
-    """Largest power-of-two row a persistent reduction keeps in local memory."""
-    n = int(_chip()["local_memory"]["bytes"]) // (4 * LIVE_TILES)
+def persistent_row_limit(tiles: int = LIVE_TILES) -> int:
+    """Largest power-of-two row a persistent reduction keeps in local memory, `tiles` f32
+    copies of it alive at once."""
+    n = int(_chip()["local_memory"]["bytes"]) // (4 * tiles)
     return 1 << (n.bit_length() - 1)
+
+
+def row_tiles(features: Any) -> int:
+    """The f32 row tiles a persistent reduction of this kernel keeps alive: one per buffer of
+    the fused nodes that holds a row or more (inputs, outputs and the intermediates Inductor
+    fused: an exponent, a centred row; a per-row statistic does not count where rows outnumber
+    their elements), three more for the upcasts and values between, at least MIN_LIVE_TILES and at
+    most LIVE_TILES (the budget of any kernel whose accesses are not known). A softmax row (its
+    input, exponent and output) gets 6: 16K f32 elements in 384 KB instead of 8K; a LayerNorm
+    (row, weight, bias, centred row, output) keeps LIVE_TILES."""
+    try:
+        row = int(features.reduction_numel)
+        held: set[str] = set()
+        for node in features.scheduler_nodes():
+            rw = node.read_writes
+            for dep in list(rw.reads) + list(rw.writes):
+                numel = 1
+                for n in dep.size:
+                    numel *= int(n)
+                if numel >= row:
+                    held.add(dep.name)
+    except Exception:  # noqa: BLE001 - symbolic sizes or unknown accesses: the general budget
+        return LIVE_TILES
+    return max(MIN_LIVE_TILES, min(LIVE_TILES, len(held) + 3))
 
 
 def pointwise_tile() -> int:
@@ -166,10 +195,12 @@ def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
     except TypeError:
         return None
     rblock = 1 << max(0, (rn - 1).bit_length())
-    limit = persistent_row_limit()
-    if rblock > limit:
+    if rblock > persistent_row_limit(row_tiles(features)):
         return None
-    if rblock * INDUCTOR_MIN_XBLOCK > INDUCTOR_PERSISTENT_NUMEL:
+    # several rows per program within the general budget (a row past it is one per program)
+    limit = persistent_row_limit()
+    long_rows = rblock * INDUCTOR_MIN_XBLOCK > INDUCTOR_PERSISTENT_NUMEL
+    if long_rows:
         if features.get_reduction_hint() != ReductionHint.INNER:
             return None
     else:
@@ -182,7 +213,10 @@ def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
     x = 1
     while rblock * x * 2 <= limit and -(-xn // (x * 2)) >= num_pes():
         x *= 2
-    return {"XBLOCK": x} if x > 1 else None
+    # one row per program is fixed too for long rows (Inductor's only candidate there): a fixed
+    # XBLOCK of 1 is Inductor's `no_x_dim` form, whose row mask is a constant, so the reductions'
+    # and loads' selects on it (a SIMD pass over the row each) are not emitted
+    return {"XBLOCK": x} if x > 1 or long_rows else None
 
 
 def broadcast_rows(features: Any, block: int) -> bool:
@@ -268,7 +302,8 @@ class MTIAChoices(GemmTemplateChoices):
         if (options.enabled("persistent_reductions") and config.triton.persistent_reductions
                 and not cooperative_reduction and _on_chip_graph()
                 and features.get_reduction_hint() == ReductionHint.INNER):
-            return V.graph.sizevars.statically_known_leq(features.reduction_numel, persistent_row_limit())
+            return V.graph.sizevars.statically_known_leq(features.reduction_numel,
+                                                         persistent_row_limit(row_tiles(features)))
         return InductorChoices.should_use_persistent_reduction(features, cooperative_reduction)
 
     @staticmethod

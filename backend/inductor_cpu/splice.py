@@ -85,6 +85,7 @@ def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Nod
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     with graph.inserting_before(node):
         out = graph.graph_copy(gm.graph, dict(zip(placeholders, inputs)))
+    read = node.all_input_nodes
     if users is None:
         node.replace_all_uses_with(out)
     else:
@@ -92,6 +93,9 @@ def _splice(graph: torch.fx.Graph, node: torch.fx.Node, users: list[torch.fx.Nod
             u.replace_all_uses_with(out)
             graph.erase_node(u)
     graph.erase_node(node)
+    for n in read:  # an input only the replaced call read (a rule that reads through it: a cat)
+        if n.op == "call_function" and not n.users and not n.is_impure():
+            graph.erase_node(n)
 
 
 def rewrite(graph: torch.fx.Graph) -> None:

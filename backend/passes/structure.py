@@ -40,6 +40,12 @@ I64 = Type("i64")
 # the smallest tile a strided load is read densely for (below it, per-element runs are cheaper
 # than the MLU splits' issue and latency: decode attention's per-split (max, sum) pairs)
 DENSE_MIN_ELEMENTS = 256
+# a gather from a bounded span is read as the dense span (`table_dma`) when the span holds at
+# most TABLE_MAX elements and the span's rows at most TABLE_REREAD times the tile's elements
+TABLE_MAX = 4096
+TABLE_REREAD = 4
+_ITEMSIZE = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
+             "f8E4M3FN": 1, "f8E5M2": 1}
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class Structurer:
         self.def_region: dict[Value, Region] = {}
         self._aff: dict[Value, Aff | None] = {}
         self._ptr: dict[Value, PtrInfo | None] = {}
+        self._bounds: dict[Value, tuple[int, int]] | None = None
         self.promoted: dict[Value, PtrInfo] = {}
         self._assumed: set | None = None
         self._uniform: dict[Value, bool] = {}
@@ -640,6 +647,8 @@ class Structurer:
             return pre + [new]
         if info is not None and info.resid and info.aff is not None:
             rep = self._repeat(op, info, shape, mask, pre) if is_load else None
+            if rep is None and is_load:
+                rep = self._table(op, info, shape, mask, pre)
             if rep is not None:
                 return rep
             if getattr(self.options, "index_dma", True):
@@ -836,6 +845,174 @@ class Structurer:
             cur = out
         if select:  # the copies the mask does not want get the load's fill
             ops.append(Op("arith.select", [mask, cur, op.operands[2]], [res], {}, [], op.loc))
+        return pre + ops
+
+    # ------------------------------------------------------------------ small tables
+
+    def _local_bytes(self) -> int:
+        from backend.configs import load_chip
+        from backend.configs import DEFAULT_CHIP
+        return int(load_chip(getattr(self.options, "arch", None) or DEFAULT_CHIP)["local_memory"]["bytes"])
+
+    def _asserted(self) -> dict[Value, tuple[int, int]]:
+        """[lo, hi) of the integer tiles a `tt.assert` bounds: Inductor checks every indirect
+        index as `((lo <= t) & (t < hi)) | ~mask` before it addresses memory with it."""
+        if self._bounds is not None:
+            return self._bounds
+        self._bounds = {}
+        for op in walk(self.fn.body):
+            if op.name != "tt.assert" or not op.operands:
+                continue
+            cond = self.defs.get(op.operands[0])
+            if cond is not None and cond.name == "arith.ori":  # the bound | ~mask
+                cond = next((self.defs.get(v) for v in cond.operands
+                             if (d := self.defs.get(v)) is not None and d.name == "arith.andi"), None)
+            if cond is None or cond.name != "arith.andi":
+                continue
+            lo = hi = None
+            t = None
+            for c in (self.defs.get(v) for v in cond.operands):
+                if c is None or c.name != "arith.cmpi":
+                    break
+                a, b = c.operands
+                k = self._const_tile(b)
+                if k is None:
+                    break
+                if t is not None and a is not t:
+                    break
+                t = a
+                pred = c.attrs.get("pred")
+                if pred == "sge":
+                    lo = k
+                elif pred == "sgt":
+                    lo = k + 1
+                elif pred == "slt":
+                    hi = k
+                elif pred == "sle":
+                    hi = k + 1
+            if t is not None and lo is not None and hi is not None and hi > lo:
+                self._bounds[t] = (lo, hi)
+        return self._bounds
+
+    def _range(self, v: Value, depth: int = 0) -> tuple[int, int] | None:
+        """[lo, hi) of an integer tile from the asserts on the values it is computed from
+        (sums, products with constants, casts, broadcasts); None when unbounded."""
+        bound = self._asserted().get(v)
+        if bound is not None:
+            return bound
+        op = self.defs.get(v)
+        if op is None or depth > 12:
+            return None
+        k = self._const_tile(v)
+        if k is not None:
+            return k, k + 1
+        if op.name in ("arith.extsi", "arith.index_cast", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans"):
+            return self._range(op.operands[0], depth + 1)
+        if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+            a, b = (self._range(o, depth + 1) for o in op.operands)
+            if a is None or b is None:
+                return None
+            if op.name == "arith.addi":
+                return a[0] + b[0], a[1] + b[1] - 1
+            if op.name == "arith.subi":
+                return a[0] - (b[1] - 1), a[1] - b[0]
+            corners = [x * y for x in (a[0], a[1] - 1) for y in (b[0], b[1] - 1)]
+            return min(corners), max(corners) + 1
+        return None
+
+    def _table(self, op: Op, info: PtrInfo, shape: list, mask: Value | None, pre: list) -> list[Op] | None:
+        """A load `base + affine(outer dims) + r` whose index r is bounded by Inductor's asserts to
+        [lo, lo + K) with the whole span small (a 4-entry table-offset lookup, a row's 729 pair
+        products): the span moves in one structured DMA per row of the table (K elements, rows
+        only along the dims the affine part moves) and the MLU gathers from it in local memory,
+        instead of an index-driven DMA that pays a run per element. Masked-off elements index
+        the span's first element and take the load's fill. None when the pointer is not of that
+        form, the span is unbounded, or reading it densely moves more than TABLE_REREAD times the
+        tile's elements."""
+        if not getattr(self.options, "table_dma", True) or not shape or not op.results:
+            return None
+        rank = len(shape)
+        strides = _norm(info.aff.strides, shape)
+        if strides[-1] != ZERO:
+            return None
+        lo = hi = 0
+        for v, view in info.resid:
+            vshape = tuple(v.type.shape or ())
+            if tuple(view) != vshape or len(vshape) != rank or any(a not in (1, b) for a, b in zip(vshape, shape)):
+                return None
+            r = self._range(v)
+            if r is None:
+                return None
+            lo, hi = lo + r[0], hi + r[1] - 1
+        hi += 1
+        span = hi - lo
+        tshape = tuple(n if st != ZERO else 1 for n, st in zip(shape[:-1], strides[:-1])) + (span,)
+        if span > TABLE_MAX or math.prod(tshape) > TABLE_REREAD * math.prod(shape):
+            return None
+        # the tiles it adds (the span at the tile's rows, the index and its masked copy) take at
+        # most half of local memory: the kernel's own tiles must still fit beside them
+        itemsize = _ITEMSIZE.get(op.results[0].type.elem, 4)
+        isize = _ITEMSIZE.get(info.resid[0][0].type.elem, 8)
+        added = math.prod(shape[:-1]) * span * itemsize + 2 * math.prod(shape) * isize
+        if added > self._local_bytes() // 2:
+            return None
+        box = self.box(mask) if mask is not None else None
+        if mask is not None and box is None and any(st != ZERO for st in strides[:-1]):
+            return None  # rows of the table outside the tensor could only be told by the mask tile
+        if box is not None:  # the rows the table needs: the mask's bounds along the dims it keeps
+            box = Box([list(b) if n > 1 else [] for b, n in zip(box.lo[:-1], tshape[:-1])] + [[]],
+                      [list(b) if n > 1 else [] for b, n in zip(box.hi[:-1], tshape[:-1])] + [[]])
+            if not any(box.lo) and not any(box.hi):
+                box = None
+        offset = info.offset + info.aff.base + SExpr.of(lo)
+        desc, vals = self._descriptor(info.base, offset, tuple(strides[:-1]) + (ONE,), box, op, pre)
+        res = op.results[0]
+        elem = res.type.elem
+        ops: list[Op] = []
+        table = Value(Type(elem, tshape))
+        ops.append(Op("mtia.dma_load", vals, [table], {"path": "dma", "desc": _fmt(desc), "_desc": desc,
+                                                       "table": span}, [], op.loc))
+        self._count("dma_load")
+        self._count("table_dma")
+        full = tuple(shape[:-1]) + (span,)
+        if tshape != full:
+            wide = Value(Type(elem, full))
+            ops.append(Op("tt.broadcast", [table], [wide], {}, [], op.loc))
+            table = wide
+        index = None
+        itype = info.resid[0][0].type.elem
+        for v, _ in info.resid:  # the index tile: the sum of the addends, at the tile's shape
+            if tuple(v.type.shape) != tuple(shape):
+                b = Value(Type(v.type.elem, tuple(shape)))
+                ops.append(Op("tt.broadcast", [v], [b], {}, [], op.loc))
+                v = b
+            if index is not None:
+                s_ = Value(Type(itype, tuple(shape)))
+                ops.append(Op("arith.addi", [index, v], [s_], {}, [], op.loc))
+                v = s_
+            index = v
+        zero = Value(Type(itype, tuple(shape)))
+        ops.append(Op("arith.constant", [], [zero], {"values": [0]}, [], op.loc))
+        if lo:
+            base = Value(Type(itype, tuple(shape)))
+            shifted = Value(Type(itype, tuple(shape)))
+            ops += [Op("arith.constant", [], [base], {"values": [lo]}, [], op.loc),
+                    Op("arith.subi", [index, base], [shifted], {}, [], op.loc)]
+            index = shifted
+        if mask is not None:  # masked-off elements may hold any index: read element 0 for them
+            safe = Value(Type(itype, tuple(shape)))
+            m = mask
+            if not mask.type.is_tile:
+                m = Value(Type("i1", tuple(shape)))
+                ops.append(Op("tt.splat", [mask], [m], {}, [], op.loc))
+            ops.append(Op("arith.select", [m, index, zero], [safe], {}, [], op.loc))
+            index = safe
+            mask = m
+        select = mask is not None and len(op.operands) > 2
+        out = Value(Type(elem, tuple(shape))) if select else res
+        ops.append(Op("tt.gather", [table, index], [out], {"axis": rank - 1}, [], op.loc))
+        if select:
+            ops.append(Op("arith.select", [mask, out, op.operands[2]], [res], {}, [], op.loc))
         return pre + ops
 
     @staticmethod

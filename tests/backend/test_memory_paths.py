@@ -451,3 +451,87 @@ def test_a_2d_tile_at_column_div_k_is_one_dense_dma_and_an_mlu_repeat(rep):
             assert re.search(rf"repeat = {rep}}} : tile<8x{128 // rep}xf32>", k.asm["tile"]), k.asm["tile"]
             assert k.asm["mtiasm"].count("mlu.join") == rep.bit_length() - 1, k.asm["mtiasm"]
     assert cycles[True] < cycles[False], cycles
+
+
+@triton.jit
+def _table_lookup(x_ptr, t_ptr, y_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # Inductor's lookup of a small table by a computed index, which it checks with an assert
+    # (table_offsets[table of each index] in a table-batched embedding bag)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, m)
+    t = (x % (K + 1)).to(tl.int64) - 1
+    t = tl.where(t < 0, t + K, t)
+    tl.device_assert(((0 <= t) & (t < K)) | ~m, "index out of bounds: 0 <= t < K")
+    v = tl.load(t_ptr + t, m, other=-7)
+    tl.store(y_ptr + offs, x + v, mask=m)
+
+
+@triton.jit
+def _pair_products(idx_ptr, z_ptr, y_ptr, P: tl.constexpr, F: tl.constexpr, YBLOCK: tl.constexpr,
+                   XBLOCK: tl.constexpr):
+    # Inductor's gather of DLRM's lower-triangle pairs z[b, i[p], j[p]], indices asserted in [0, F)
+    b = tl.program_id(1) * YBLOCK + tl.arange(0, YBLOCK)[:, None]
+    p = tl.arange(0, XBLOCK)[None, :]
+    m = p < P
+    i = tl.load(idx_ptr + p, m)
+    j = tl.load(idx_ptr + P + p, m)
+    tl.device_assert(((0 <= i) & (i < F)) | ~m, "index out of bounds: 0 <= i < F")
+    tl.device_assert(((0 <= j) & (j < F)) | ~m, "index out of bounds: 0 <= j < F")
+    v = tl.load(z_ptr + (j + F * i + F * F * b), m)
+    tl.store(y_ptr + (p + P * b), v, m)
+
+
+@pytest.mark.parametrize("n", [5000, 1 << 14])
+def test_a_gather_from_a_small_asserted_table_reads_the_table_once(n):
+    import backend.driver as drv
+    K = 4
+    x = torch.arange(n, dtype=torch.int64) * 7
+    table = torch.tensor([10, 20, 30, 40], dtype=torch.int64)
+    t = x % (K + 1) - 1
+    want = x + table[torch.where(t < 0, t + K, t)]
+    cycles = {}
+    for on in (True, False):
+        y = torch.empty_like(x)
+        with drv.record_launches() as recs:
+            k = _table_lookup[(triton.cdiv(n, 1024),)](x, table, y, n, K=K, BLOCK=1024, debug=True, table_dma=on)
+        torch.testing.assert_close(y, want)
+        cycles[on] = recs[0].cycles
+        if on:
+            # the 4-entry table in one DMA (no mask: the span is the asserted range), the MLU gathers
+            assert "gather" not in _paths(k), _paths(k)
+            assert re.search(r"table = 4} : tile<4xi64>", k.asm["tile"]), k.asm["tile"]
+            assert k.asm["mtiasm"].count("mlu.gather") == 1, k.asm["mtiasm"]
+        else:
+            assert "gather" in _paths(k)
+    assert cycles[True] < cycles[False] / 2, cycles
+
+
+def test_a_gather_of_row_pairs_reads_each_row_densely():
+    import backend.driver as drv
+    F, B = 27, 64
+    i, j = torch.tril_indices(F, F, offset=-1)
+    P = i.numel()
+    idx = torch.cat([i, j])
+    z = torch.randn(B, F, F, dtype=torch.bfloat16)
+    cycles = {}
+    for on in (True, False):
+        y = torch.zeros(B, P, dtype=torch.bfloat16)
+        with drv.record_launches() as recs:
+            k = _pair_products[(1, B // 8)](idx, z, y, P=P, F=F, YBLOCK=8, XBLOCK=512, debug=True, table_dma=on)
+        assert torch.equal(y, z[:, i, j])
+        cycles[on] = recs[0].cycles
+        if on:  # one row of F * F products per batch row of the tile, at the batch stride
+            assert re.search(rf"table = {F * F}}} : tile<8x{F * F}xbf16>", k.asm["tile"]), k.asm["tile"]
+    assert cycles[True] < cycles[False] / 2, cycles
+
+
+def test_a_gather_whose_index_no_assert_bounds_stays_index_driven():
+    import backend.driver as drv
+    n = 4096
+    x = torch.arange(n, dtype=torch.int64) * 7
+    table = torch.tensor([10, 20, 30, 40], dtype=torch.int64)
+    y = torch.empty_like(x)
+    with drv.record_launches():  # no debug: Triton drops the assert, so nothing bounds the index
+        k = _table_lookup[(n // 1024,)](x, table, y, n, K=4, BLOCK=1024)
+    assert "gather" in _paths(k), _paths(k)

@@ -390,3 +390,55 @@ def test_reference_result_is_compiled_at_the_inputs_dtype() -> None:
     assert all(t.dtype == torch.float32 for t in pair)
     ints = at_input_dtype(lambda x: x.to(torch.int32))(x=torch.ones(2, dtype=torch.bfloat16))
     assert ints.dtype == torch.int32
+
+
+def test_a_16k_softmax_row_is_one_persistent_read_without_row_mask_selects() -> None:
+    # a softmax row of 16384 f32 elements (64 KB): its input, exponent and output fit a PE's
+    # local memory (`row_tiles`), so the row is read once instead of by Inductor's three loops;
+    # one row per program is a fixed XBLOCK of 1, Inductor's `no_x_dim` form, whose row mask is a
+    # constant: no select per element for the max and the sum
+    import backend.driver as drv
+    from study.compile_mtia import compile_for_mtia
+    x = torch.randn(64, 16384)
+    fn = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
+    reps = {}
+    before = drv.DEVICE.regime
+    drv.set_regime("resident")
+    try:
+        for on in (False, True):
+            torch._dynamo.reset()
+            c, reps[on] = compile_for_mtia(fn, x, persistent_reductions=on)
+            torch.testing.assert_close(c(x), fn(x))
+    finally:
+        drv.set_regime(before)
+    (looped,), (persistent,) = reps[False].kernels, reps[True].kernels
+    assert looped.name.startswith("triton_red_") and persistent.name.startswith("triton_unk_"), (looped.name, persistent.name)
+    # a pass of the SIMD for the subtraction and one for the division per element; no selects
+    assert persistent.engine_busy["SIMD"] <= 2.1 * x.numel() / 16, persistent.engine_busy
+    assert persistent.engine_busy["DMA_IN"] < looped.engine_busy["DMA_IN"] / 2.5, (persistent.engine_busy, looped.engine_busy)
+    assert persistent.cycles < 0.7 * looped.cycles, (persistent.cycles, looped.cycles)
+
+
+def test_a_narrowing_cast_of_a_cat_moves_into_its_inputs() -> None:
+    # rotate-half RoPE in FP32 written at bf16: cat([x1 c - x2 s, x2 c + x1 s]).to(bf16). Fused
+    # into the cast as a select, each element would compute both halves; with the cast moved into
+    # the cat's inputs each half is computed once, into its slice of the bf16 output
+    from baselines import torch_ref
+    from study.compile_mtia import compile_for_mtia
+    from study.inductor import at_input_dtype
+    x = torch.randn(1, 64, 4, 128).to(torch.bfloat16)
+    cos, sin = torch.randn(64, 64), torch.randn(64, 64)
+    fn = at_input_dtype(torch_ref.rope)
+    want = fn(x=x, cos=cos, sin=sin)
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(lambda x, c_, s_: fn(x=x, cos=c_, sin=s_), x, cos, sin, pointwise_cat=on)
+        got = c(x, cos, sin)
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got, want)  # the chip contracts x1 c - x2 s into an FMA: one bf16 ulp apart at most
+    # on: one kernel computes both halves into the bf16 output; off: Inductor's ConcatKernel
+    # writes the FP32 cat, which a second kernel converts
+    (k,) = reps[True].kernels
+    assert "aten.cat" not in k.aten_ops and len(reps[False].kernels) == 2
+    assert reps[True].chip_time_us < reps[False].chip_time_us, (reps[True].chip_time_us, reps[False].chip_time_us)
