@@ -24,7 +24,12 @@ def flash_attn_mask_kernel(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, H, SQ, SK, sm_scal
                            HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     bh = tl.program_id(0)
-    start_m = tl.program_id(1) * BLOCK_M
+    # programs start in linear order (axis 0 fastest): causal, the longest query blocks of every
+    # head go first and the short ones fill in at the end (as kernels/attention.py schedules them)
+    if CAUSAL:
+        start_m = (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK_M
+    else:
+        start_m = tl.program_id(1) * BLOCK_M
     b = bh // H
     h = bh % H
     q_ptr += b * stride_qb + h * stride_qh

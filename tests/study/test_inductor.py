@@ -267,6 +267,26 @@ def test_attention_copies_a_strided_head_dim_on_the_chip() -> None:
                                rtol=1e-4, atol=1e-4)
 
 
+def test_causal_attention_starts_the_longest_query_blocks_first() -> None:
+    """Causal, a query block's work grows with its position: the sdpa kernel starts the longest
+    blocks of every head first (as the hand-written kernel does), so the PEs finish together;
+    same cycles as kernels/attention.py on the same shape, and torch's numbers."""
+    from backend.driver import record_launches, sim_mode
+    from backend.inductor_cpu.attention import sdpa
+    from kernels.attention import flash_attention
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 256, 64, generator=g).to(torch.bfloat16) for _ in range(3))
+    torch.testing.assert_close(sdpa(q, k, v, is_causal=True).float(), torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=True), rtol=2e-2, atol=2e-2)
+    # 8 heads x 16 query blocks: twice as many programs as PEs (timing mode: cycles only)
+    q, k, v = (torch.randn(1, 8, 2048, 64, generator=g).to(torch.bfloat16) for _ in range(3))
+    with record_launches() as recs, sim_mode("timing"):
+        sdpa(q, k, v, is_causal=True)
+        flash_attention(q, k, v, causal=True)
+    extern, hand = recs
+    assert extern.cycles <= 1.01 * hand.cycles, (extern.cycles, hand.cycles)
+
+
 def test_bucketize_against_a_few_boundaries_is_a_compare_and_count_not_a_search() -> None:
     # the table of each index of a table-batched embedding bag: Inductor's binary search loads
     # boundaries[mid] per element per step (one-element gathers); `small_bucketize` counts the
