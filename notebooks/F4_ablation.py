@@ -26,9 +26,11 @@
 # reads Inductor's compare-and-select min/max as one op (`inductor_no_minmax_idiom`), and the one
 # that reads its cat / stack selects (`inductor_no_cat_idiom`) and its round half away
 # (`inductor_no_round_idiom`); `no_tabulate`, the pass that computes a small-range integer's
-# elementwise chain as a table. The kernels are the 8 workloads of the cross-section, plus MX4
+# elementwise chain as a table; `no_table_dma`, the dense read of a gather that Inductor's
+# index asserts bound to a small span. The kernels are the 8 workloads of the cross-section, plus MX4
 # dequantise for the switches that serve it and none of the cross-section (`no_tabulate`,
-# `inductor_no_cat_idiom`, `no_repeat_dma`) and INT8 quantise for `inductor_no_round_idiom`
+# `inductor_no_cat_idiom`, `no_repeat_dma`), INT8 quantise for `inductor_no_round_idiom` and
+# dot interaction for `no_table_dma`
 # (a geomean then mixes the 8 workloads' 1.00x with that kernel's; the heatmap shows each kernel).
 #
 # Reads `results/raw/ablation.csv` (suite `ablation`).
@@ -37,7 +39,7 @@
 # log2, red above 1x: >1x means the feature helps that kernel, 1.00x that it does not matter
 # there. "fails": the kernel does not run with the feature off (a persistent kernel's tiles
 # overflow local memory without structured DMA); blank: the switch does not apply (Inductor's
-# switches on hand-written kernels; MX4 dequantise and INT8 quantise with a switch they were not run with). The table `F4_ablation_geomean` is the geometric mean per
+# switches on hand-written kernels; MX4 dequantise, INT8 quantise and dot interaction with a switch they were not run with). The table `F4_ablation_geomean` is the geometric mean per
 # feature over the kernels that ran.
 # Times are simulated (deterministic), so even small differences are real effects of the
 # model, not noise.

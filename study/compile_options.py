@@ -50,6 +50,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # small-range integer chains as tables (backend/passes/tabulate.py): a backend pass for every
     # kernel; none of the cross-section has such a chain, MX4 dequantise does
     "no_tabulate": {"tabulate": False},
+    # a gather bounded by Inductor's index asserts to a small span, read densely and gathered by
+    # the MLU (backend/passes/structure.py): measured on dot interaction (ABLATION_EXTRA), whose
+    # lower-triangle gather it serves; no hand-written kernel asserts its indices
+    "no_table_dma": {"table_dma": False},
 }
 
 

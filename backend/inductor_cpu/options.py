@@ -6,7 +6,10 @@ Each enhancement can be turned off alone, to measure what it buys:
     compile_for_mtia(model, x, split_reductions=False)  # per compile (study/compile_mtia.py)
 
 - `persistent_reductions`: rows that fit a PE's local memory are reduced persistently (one
-  read of the input) instead of in Inductor's GPU-sized loops (heuristics.py).
+  read of the input) instead of in Inductor's GPU-sized loops (heuristics.py): up to 8K
+  elements, 16K for a kernel with few row buffers (softmax: `heuristics.row_tiles`); a row per
+  program is then a fixed XBLOCK of 1, Inductor's `no_x_dim` form, with no select on the row
+  mask.
 - `reduction_rows`: a persistent reduction's program takes several whole rows, as many as fit
   local memory with a program left for every PE, so row-invariant operands (a norm's weight and
   bias) are loaded once per program instead of once per row (heuristics.py). Short rows get it
@@ -23,7 +26,9 @@ Each enhancement can be turned off alone, to measure what it buys:
 - `pointwise_cat`: a concatenation or stack consumed by pointwise code is fused into it (a
   select per element) instead of materialised by a ConcatKernel, which Inductor always picks on
   a `cpu` device (cat.py; MX4 dequantisation's stack of two nibbles otherwise writes an
-  intermediate with stores of stride 2).
+  intermediate with stores of stride 2). A narrowing cast of a cat is first moved into the
+  cat's inputs (a rule of splice.py's pass), so an FP32 cat written at bf16 (RoPE's two halves)
+  is computed half by half into the bf16 output, not as a select computing both per element.
 - `small_bucketize`: bucketize against at most 64 sorted integer boundaries (the segment of
   each position: the table of each index of a table-batched embedding bag) is computed as a
   compare-and-count reduction instead of Inductor's binary search, whose every step is a

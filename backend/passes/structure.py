@@ -18,6 +18,11 @@ For every `tt.load` / `tt.store` the pass tries, in order:
    stack of the two nibbles of a byte reads p[x // 2]; a nearest-neighbour repeat reads
    x[c // k]) moves the tile of distinct elements, k times fewer, in one structured DMA and
    the MLU repeats each k times (`repeat_dma`), instead of an index-driven DMA per element.
+   A load whose unstructured index Inductor's asserts bound to a small span
+   (`0 <= idx < K`, the check it emits before every indirect access) reads the span densely,
+   one run per row of the tile along the dims the structured part moves, and the MLU gathers
+   from it in local memory (`table_dma`): a 4-entry table-offset lookup, the 27 x 27 products
+   of a DLRM interaction row.
 2. index-driven DMA (`mtia.gather` / `mtia.scatter`): the pointer is `splat(base) + offsets`
    with offsets the analysis cannot structure (modulo, division, loaded indices); the offset
    tile is computed on the PE and drives the DMA.
@@ -927,10 +932,13 @@ class Structurer:
         only along the dims the affine part moves) and the MLU gathers from it in local memory,
         instead of an index-driven DMA that pays a run per element. Masked-off elements index
         the span's first element and take the load's fill. None when the pointer is not of that
-        form, the span is unbounded, or reading it densely moves more than TABLE_REREAD times the
-        tile's elements."""
+        form, the span is unbounded, reading it densely moves more than TABLE_REREAD times the
+        tile's elements, or the tile is smaller than DENSE_MIN_ELEMENTS (the 128 positions a
+        program of the 26-table DLRM bucketize holds: 5% slower resident with the table)."""
         if not getattr(self.options, "table_dma", True) or not shape or not op.results:
             return None
+        if math.prod(shape) < DENSE_MIN_ELEMENTS:
+            return None  # a few index-driven runs cost less than the MLU gather's issue and latency
         rank = len(shape)
         strides = _norm(info.aff.strides, shape)
         if strides[-1] != ZERO:
