@@ -42,11 +42,14 @@ def _estimate(cm: ChipModel, batch: int, M: int, N: int, K: int, BM: int, BN: in
 
 @cached
 def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: str,
-                 epilogue: str | None = None, BM: int = 0, BN: int = 0, trans_b: bool = False):
+                 epilogue: str | None = None, BM: int = 0, BN: int = 0, trans_b: bool = False,
+                 gram: bool = False):
     """C[b] = epilogue(A[b] @ B[b] (+ bias)) for A [batch, M, K], B [batch, K, N] row-major.
     `trans_b`: B is given as its transpose, [batch, N, K] row-major (a linear layer's weight,
     x @ x^T): each [BN, BK] tile is read in its own row-major order (runs along K) and the MLU
-    transposes it in local memory.
+    transposes it in local memory. `gram`: B is A itself (x @ x^T, a Gram matrix per batch: DLRM's
+    pairwise interactions): where one tile covers a whole matrix, the A tile loaded is also B's,
+    transposed by the MLU, and B is not read (trans_b, M == N).
 
     With no tile given, the expert tunes on the chip: the TUNE_TOP tile shapes the cost
     estimate ranks first, each with both K steps, are timed on the simulator (`_time`, in
@@ -56,23 +59,25 @@ def gemm_program(batch: int, M: int, N: int, K: int, in_dtype: str, out_dtype: s
     cm = ChipModel(load_chip(current_chip()))
     k0 = _K_STEPS[in_dtype][0]
     if BM:
-        return _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, k0, trans_b)
+        return _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, k0, trans_b, gram)
     ranked = sorted(_CANDIDATES, key=lambda c: _estimate(cm, batch, M, N, K, c[0], c[1], k0, in_dtype))
     progs = []
     for bm, bn in ranked[:TUNE_TOP]:
         for bk in _K_STEPS[in_dtype]:
             try:
-                progs.append(_fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b))
+                progs.append(_fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b, gram))
             except LocalMemoryOverflow:
                 pass
     if in_dtype == "f32" and out_dtype == "f32" and not epilogue and M * N <= SIMD_MAX_MN:
-        progs += _simd_candidates(batch, M, N, K, trans_b)
+        progs += _simd_candidates(batch, M, N, K, trans_b, gram)
     if not progs:  # none of the first ranked fits: the first of the rest that does
-        return first_fit(lambda c: _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, c[0], c[1], k0, trans_b),
+        return first_fit(lambda c: _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, c[0], c[1], k0, trans_b, gram),
                          ranked[TUNE_TOP:])
     if len(progs) == 1:
         return progs[0]
     args = _placeholders(batch, M, N, K, in_dtype, out_dtype, epilogue, trans_b)
+    if gram:
+        args[1] = args[0]
     times = [_time(p, args) for p in progs]
     best = min(range(len(progs)), key=lambda i: (times[i], i))  # ties: the better-ranked
     progs[best].meta["tuned"] = {"x".join(map(str, p.meta["tile"])): round(t) for p, t in zip(progs, times)}
@@ -88,27 +93,27 @@ _SIMD_TILES = ((4, 32), (2, 32), (1, 32), (1, 16), (1, 8))   # (matrices per ste
 _K_STEPS = {"f32": (32, 64), "bf16": (32, 64), "f16": (32, 64), "i8": (64, 128)}
 
 
-def _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b):
+def _fit(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, trans_b, gram=False):
     """The program with the deepest pipeline (stages, accumulator copies) that fits."""
     last = None
     for stages in (3, 2):
         for acc_copies in (2, 1):
             try:
                 return _build(batch, M, N, K, in_dtype, out_dtype, epilogue, bm, bn, bk, stages, acc_copies,
-                              trans_b)
+                              trans_b, gram)
             except LocalMemoryOverflow as e:
                 last = e
     raise last
 
 
-def _simd_candidates(batch, M, N, K, trans_b) -> list:
+def _simd_candidates(batch, M, N, K, trans_b, gram=False) -> list:
     """The SIMD/RE programs of the (S, KC) tiles that fit (the two largest), for the tuner."""
     out = []
     for S, kc in _SIMD_TILES:
         if S > 1 and S > batch:
             continue
         try:
-            out.append(_build_simd(batch, M, N, K, S, min(kc, K), trans_b))
+            out.append(_build_simd(batch, M, N, K, S, min(kc, K), trans_b, gram))
         except LocalMemoryOverflow:
             continue
         if len(out) == 2:
@@ -116,16 +121,18 @@ def _simd_candidates(batch, M, N, K, trans_b) -> list:
     return out
 
 
-def _build_simd(batch, M, N, K, S, KC, trans_b=False):
+def _build_simd(batch, M, N, K, S, KC, trans_b=False, gram=False):
     """FP32 C[b] = A[b] @ B[b] on the SIMD engine and the reduction engine: each PE walks blocks of
     S whole matrices; per K chunk of KC, the SIMD engine forms the [S, M, N, KC] products of A's
     rows and B's columns (B's [KC, N] tile transposed by the MLU unless `trans_b`) and the RE sums
     them over K into an [S, M, N] partial, added to the accumulator. Loads are double-buffered
-    (the DMA of the next chunk overlaps this chunk's products)."""
+    (the DMA of the next chunk overlaps this chunk's products). `gram`: B is A (trans_b, M == N),
+    the A tile serves as B's."""
+    gram = gram and trans_b and M == N
     items = cdiv(batch, S)
     P = min(n_pes(), items)
     per = cdiv(items, P)
-    b = ProgramBuilder(f"expert_gemm{'_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_f32_simd_S{S}xK{KC}")
+    b = ProgramBuilder(f"expert_gemm{'_gram' if gram else '_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_f32_simd_S{S}xK{KC}")
     A, B = b.param_ptr("a", "f32"), b.param_ptr("b", "f32")
     C = b.param_ptr("c", "f32")
     w = pid64(b)
@@ -133,14 +140,16 @@ def _build_simd(batch, M, N, K, S, KC, trans_b=False):
     part = b.tile([S, M, N], "f32", copies=2, name="part")
     acc = b.tile([S, M, N], "f32", copies=2, name="acc")
     ta = b.tile([S, M, KC], "f32", copies=2, name="a")
-    tb = b.tile([S, N, KC] if trans_b else [S, KC, N], "f32", copies=2, name="b")
+    tb = ta if gram else b.tile([S, N, KC] if trans_b else [S, KC, N], "f32", copies=2, name="b")
     tbt = tb if trans_b else b.tile([S, N, KC], "f32", copies=2, name="bt")
 
     def chunk(s0, live, k, into):
         kr = s64(b, "sub", K, k)
         a_off = s64(b, "add", s64(b, "mul", s0, M * K), k)
         b.dma_load(A, a_off, [S, M, KC], [M * K, K, 1], hi=[live, M, kr], other=0.0, out=ta)
-        if trans_b:
+        if gram:
+            pass  # B's tile is A's
+        elif trans_b:
             b.dma_load(B, s64(b, "add", s64(b, "mul", s0, N * K), k), [S, N, KC], [N * K, K, 1],
                        hi=[live, N, kr], other=0.0, out=tb)
         else:
@@ -183,13 +192,15 @@ def _time(prog, args: list[torch.Tensor]) -> float:
     return math.exp(sum(math.log(c) for c in cycles) / len(cycles))
 
 
-def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, acc_copies, trans_b=False):
+def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, acc_copies, trans_b=False,
+           gram=False):
     acc_dt = "i32" if in_dtype == "i8" else "f32"
     tm, tn = cdiv(M, BM), cdiv(N, BN)
+    gram = gram and trans_b and M == N and BM == BN and tm == tn == 1  # one tile is the whole matrix
     n_tiles = batch * tm * tn
     P = min(n_pes(), n_tiles)
     per = cdiv(n_tiles, P)
-    b = ProgramBuilder(f"expert_gemm{'_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_{in_dtype}_{epilogue or 'plain'}"
+    b = ProgramBuilder(f"expert_gemm{'_gram' if gram else '_nt' if trans_b else ''}_{batch}x{M}x{N}x{K}_{in_dtype}_{epilogue or 'plain'}"
                        f"_{BM}x{BN}")
     A, B = b.param_ptr("a", in_dtype), b.param_ptr("b", in_dtype)
     C = b.param_ptr("c", out_dtype)
@@ -214,8 +225,10 @@ def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, ac
         a_off = s64(b, "add", s64(b, "mul", bi, M * K), s64(b, "mul", row, K))
         b_off = s64(b, "add", s64(b, "mul", bi, K * N), s64(b, "mul", col, K) if trans_b else col)
 
-        def load_b(k, kr, out=(None, None)):
+        def load_b(k, kr, ta, out=(None, None)):
             """B's tile at K offset k (None: the first): (the tile loaded, the [BK, BN] operand)."""
+            if gram:  # the A tile is B's: transposed, not loaded again
+                return ta, b.transpose(ta, [1, 0], out=out[1])
             if not trans_b:
                 off = s64(b, "add", b_off, s64(b, "mul", k, N)) if k is not None else b_off
                 t = b.dma_load(B, off, [BK, BN], [N, 1], copies=stages, hi=[kr, hi_n], out=out[0])
@@ -225,12 +238,12 @@ def _build(batch, M, N, K, in_dtype, out_dtype, epilogue, BM, BN, BK, stages, ac
             return t, b.transpose(t, [1, 0], out=out[1])
 
         ta = b.dma_load(A, a_off, [BM, BK], [K, 1], copies=stages, hi=[hi_m, K])
-        tb = load_b(None, K)
+        tb = load_b(None, K, ta)
         b.matmul(ta, tb[1], zero, out=acc)
         with b.loop(BK, K, BK, name="k") as k:
             kr = s64(b, "sub", K, k)
             b.dma_load(A, s64(b, "add", a_off, k), [BM, BK], [K, 1], copies=stages, hi=[hi_m, kr], out=ta)
-            load_b(k, kr, tb)
+            load_b(k, kr, ta, tb)
             b.matmul(ta, tb[1], acc)
         if epilogue:
             tbias = b.dma_load(bias, col, [1, BN], [0, 1], copies=2, hi=[1, hi_n])
@@ -256,9 +269,12 @@ def _run(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, epi
     N = Bm.shape[1] if trans_b else Bm.shape[2]
     ind = DT[a.dtype]
     odt = out_dtype or (torch.int32 if ind == "i8" else a.dtype)
-    prog = gemm_program(bs, M, N, K, ind, DT[odt], epilogue, trans_b=trans_b)
+    A, Bm = A.contiguous(), Bm.contiguous()
+    # x @ x^T: the same operand twice (same storage, offset, shape and strides)
+    gram = trans_b and A.data_ptr() == Bm.data_ptr() and A.shape == Bm.shape and A.stride() == Bm.stride()
+    prog = gemm_program(bs, M, N, K, ind, DT[odt], epilogue, trans_b=trans_b, gram=gram)
     c = torch.empty((bs, M, N), dtype=odt)
-    args = [A.contiguous(), Bm.contiguous(), c] + ([bias.contiguous()] if epilogue else [])
+    args = [A, Bm, c] + ([bias.contiguous()] if epilogue else [])
     launch(prog, prog.meta["grid"], args)
     return c if batched else c[0]
 

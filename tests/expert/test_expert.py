@@ -40,6 +40,25 @@ def test_the_nt_gemm_reads_b_transposed_and_matches_torch(shape):
     torch.testing.assert_close(got, want if bs > 1 else want[0], rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_a_gram_matrix_reads_its_operand_once(dtype):
+    """x @ x^T (DLRM's pairwise interactions), one tile per matrix: the A tile is also B's, so
+    half the operand bytes are read; the numbers are the NT GEMM's."""
+    import backend.driver as drv
+    from baselines.expert.gemm import matmul_nt
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 27, 64, generator=g).to(dtype)
+    with drv.record_launches() as recs:
+        got = matmul_nt(x, x)
+        other = matmul_nt(x, x.clone())  # equal values, another tensor: the plain NT GEMM
+    assert recs[0].name.startswith("expert_gemm_gram_") and "_gram_" not in recs[1].name, [r.name for r in recs]
+    assert torch.equal(got, other)
+    want = (x.float() @ x.float().transpose(-1, -2)).to(dtype)
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    gram, nt = (r.timing.bytes["lpddr_read"] + r.timing.bytes["sram_read"] for r in recs)
+    assert 0 < gram < 0.6 * nt, (gram, nt)
+
+
 def test_gemm_padding_tiles_read_and_write_nothing():
     """4 x 7 = 28 output tiles of 32 x 64 on 64 PEs: 36 programs walk a padding tile (past the
     last batch), which must neither read B nor write C out of bounds."""
