@@ -943,6 +943,8 @@ class Structurer:
         strides = _norm(info.aff.strides, shape)
         if strides[-1] != ZERO:
             return None
+        if len({v.type.elem for v, _ in info.resid}) != 1:
+            return None
         lo = hi = 0
         for v, view in info.resid:
             vshape = tuple(v.type.shape or ())
