@@ -228,7 +228,8 @@ def test_a_concat_of_inputs_or_one_returned_as_is_keeps_inductors_concat_kernel(
 
 
 def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_on_the_chip() -> None:
-    # the extern GEMM reads row-major operands: x^T of x @ x^T goes to its NT form (no copy);
+    # the extern GEMM reads row-major operands: x^T of x @ x^T goes to its NT form (no copy),
+    # here its Gram form (x is B's operand too, and a 27 x 27 matrix is one tile: x read once);
     # another strided operand is copied by a simulated kernel (the program refuses a strided
     # operand rather than copy it on the host, unpriced)
     # (Inductor's Triton templates off, the default: with them on, a template reads the strided operand itself)
@@ -237,7 +238,13 @@ def test_a_transposed_gemm_operand_is_read_as_it_lies_and_a_strided_one_copied_o
     fn = lambda x: torch.bmm(x, x.transpose(1, 2))  # noqa: E731
     c, rep = compile_for_mtia(fn, x, triton_gemm_templates=False)
     torch.testing.assert_close(c(x), fn(x), rtol=1e-4, atol=1e-4)
-    assert [k.name.startswith("expert_gemm_nt") for k in rep.kernels] == [True]
+    assert [k.name.startswith("expert_gemm_gram") for k in rep.kernels] == [True]
+    torch._dynamo.reset()
+    z = torch.randn(8, 27, 32)
+    fn1 = lambda x, z: torch.bmm(x, z.transpose(1, 2))  # noqa: E731
+    c1, rep1 = compile_for_mtia(fn1, x, z, triton_gemm_templates=False)
+    torch.testing.assert_close(c1(x, z), fn1(x, z), rtol=1e-4, atol=1e-4)
+    assert [k.name.startswith("expert_gemm_nt") for k in rep1.kernels] == [True]
     torch._dynamo.reset()
     y = torch.randn(8, 64, 27)
     fn2 = lambda x, y: torch.bmm(x, y[:, ::2, :])  # noqa: E731
