@@ -215,7 +215,10 @@ def persistent_rows(features: Any, tiling: dict) -> dict[str, int] | None:
         x *= 2
     # one row per program is fixed too for long rows (Inductor's only candidate there): a fixed
     # XBLOCK of 1 is Inductor's `no_x_dim` form, whose row mask is a constant, so the reductions'
-    # and loads' selects on it (a SIMD pass over the row each) are not emitted
+    # and loads' selects on it (a SIMD pass over the row each) are not emitted. Not for scans and
+    # sorts: Inductor's split scan takes no fixed config (the paper-shape MoE's cumsum)
+    if x == 1 and (features.contains_op("scan") or features.contains_op("sort")):
+        return None
     return {"XBLOCK": x} if x > 1 or long_rows else None
 
 
