@@ -20,7 +20,7 @@ ENV_VAR = "MTIA_OPTIONS"  # read by backend.compiler.env_options
 INDUCTOR_ENV_VAR = "MTIA_INDUCTOR"  # read by backend.inductor_cpu.options.activate
 # the chip-aware Inductor switches an option set may turn off (backend/inductor_cpu/options.py)
 INDUCTOR_SWITCHES = ("nd_tiling", "pointwise_blocks", "pointwise_cat", "persistent_reductions", "split_reductions",
-                     "small_bucketize", "reduction_rows", "persistent_invariant")
+                     "small_bucketize", "reduction_rows", "persistent_invariant", "constant_tables")
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},

@@ -60,10 +60,12 @@ def configure() -> None:
     ic.fx_graph_cache = False
     ic.autotune_local_cache = False
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, _CACHE_SIZE_LIMIT)
-    from backend.inductor_cpu import benchmark, cat, extern, fft, heuristics, host_ops, linalg, options, segments, sort, special
+    from backend.inductor_cpu import (benchmark, cat, extern, fft, heuristics, host_ops, linalg, options, segments, sort,
+                                      special, tables)
     options.activate_current()  # the switches that are Inductor config keys (nd_tiling)
     heuristics.install()
     cat.install()
+    tables.install()
     special.install()
     host_ops.install()
     sort.install()
@@ -100,9 +102,10 @@ def _triton_embedding_bag(weight: torch.Tensor, indices: torch.Tensor, offsets: 
 def unconfigure() -> None:
     """Undo configure()'s chip-aware choices and graph pass (Inductor's own choices again), for
     a process that goes on to compile without them (T3's stock measurement, tests)."""
-    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, linalg, segments, sort, special
+    from backend.inductor_cpu import cat, extern, fft, heuristics, host_ops, linalg, segments, sort, special, tables
     heuristics.uninstall()
     cat.uninstall()
+    tables.uninstall()
     special.uninstall()
     sort.uninstall()
     host_ops.uninstall()

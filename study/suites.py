@@ -82,7 +82,7 @@ CROSS_SECTION = frozenset({"matmul", "softmax", "layernorm", "add", "embedding_b
 ABLATION_EXTRA = (
     ("mx4_dequantize", ("default", "no_tabulate", "inductor_no_cat_idiom", "no_repeat_dma")),
     ("quantize_int8_rowwise", ("default", "inductor_no_round_idiom")),
-    ("dot_interaction", ("default", "no_table_dma")),
+    ("dot_interaction", ("default", "no_table_dma", "inductor_no_constant_tables")),
 )
 
 

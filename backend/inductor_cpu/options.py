@@ -93,6 +93,9 @@ Each enhancement can be turned off alone, to measure what it buys:
   which Inductor leaves to LAPACK on the host, run as Triton kernels of linalg_kernels.py, one
   matrix of at most 64 x 64 per program, with the ops Inductor lowers itself around them
   (linalg.py).
+- `constant_tables`: tril_indices / triu_indices, whose arguments are all numbers, are folded
+  to constant tables at compile time instead of computed on every call by kernels of their own
+  (DLRM's pairwise-interaction gather: two launches fewer; tables.py).
 A switch is read when a graph is compiled; Inductor's on-disk graph cache is off on this path
 (study/inductor.py) so a change is never served a graph compiled under another setting.
 """
@@ -108,7 +111,7 @@ DEFAULTS: dict[str, bool] = {"persistent_reductions": True, "reduction_rows": Tr
                              "extern_embedding_bag": True, "triton_gemm_templates": False,
                              "special_functions": True, "host_op_lowerings": True, "sort_kernels": True,
                              "dft_lowerings": True, "linalg_kernels": True,
-                             "segment_reductions": True}
+                             "segment_reductions": True, "constant_tables": True}
 _ACTIVE: dict[str, bool] = {}
 
 

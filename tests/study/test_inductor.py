@@ -469,3 +469,20 @@ def test_a_narrowing_cast_of_a_cat_moves_into_its_inputs() -> None:
     (k,) = reps[True].kernels
     assert "aten.cat" not in k.aten_ops and len(reps[False].kernels) == 2
     assert reps[True].chip_time_us < reps[False].chip_time_us, (reps[True].chip_time_us, reps[False].chip_time_us)
+
+
+def test_a_tril_indices_table_is_a_constant_not_kernels() -> None:
+    # DLRM's lower-triangle gather z[:, i, j] with (i, j) = tril_indices(27, 27, -1): Inductor
+    # computes the table on every call in two kernels; `constant_tables` folds it at compile time
+    from baselines import torch_model
+    from study.compile_mtia import compile_for_mtia
+    x = torch.randn(64, 27, 16).to(torch.bfloat16)
+    want = torch_model.dot_interaction(x)
+    reps = {}
+    for on in (False, True):
+        torch._dynamo.reset()
+        c, reps[on] = compile_for_mtia(torch_model.dot_interaction, x, constant_tables=on)
+        assert torch.equal(c(x), want)
+    names = {on: [k.name for k in reps[on].kernels] for on in reps}
+    assert len(names[True]) == len(names[False]) - 2, names
+    assert reps[True].chip_time_us < reps[False].chip_time_us
