@@ -94,6 +94,6 @@ for _, f in failed.iterrows():  # seaborn leaves empty cells unannotated
 ax.set_xlabel("switched off"); ax.set_ylabel("")
 ax.set_title("Ablation: slowdown with one backend feature off (>1x = the feature helps); "
              "fails: does not run with it off; blank: the switch does not apply (Inductor's on hand-written kernels) "
-             "or was not run (MX4 dequantise, INT8 quantise: only the switches that serve them)", fontsize=9)
+             "or was not run (MX4 dequantise, INT8 quantise, dot interaction: only the switches that serve them)", fontsize=9)
 save_figure(fig, "F4_ablation")
 summary
