@@ -128,7 +128,9 @@ def _on_chip(args: tuple, kwargs: dict, switch: str) -> bool:
     if ic.cpu_backend != "triton" or not options.enabled(switch):
         return False
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+    if not tensors:  # a factory op (tril_indices): the device it creates on
+        return torch.device(kwargs.get("device") or "cpu").type == "cpu"
+    return all(t.device.type == "cpu" for t in tensors)
 
 
 def _wrap(fn: Callable, original: Callable | None, switch: str) -> Callable:

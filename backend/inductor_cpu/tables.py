@@ -20,35 +20,25 @@ TABLE_LIMIT = 1 << 16
 _ORIGINAL: dict[Any, Callable | None] = {}
 
 
-def _folded(op: Any, original: Callable | None) -> Callable:
+def _folded(op: Any) -> Callable:
     def table(*args: Any, **kwargs: Any) -> Any:
         import torch
-        import torch._inductor.config as ic
         from torch.utils._python_dispatch import _disable_current_modes
-
-        from backend.inductor_cpu import options
-        device = torch.device(kwargs.get("device") or "cpu")
-        if ic.cpu_backend == "triton" and options.enabled(SWITCH) and device.type == "cpu":
-            with _disable_current_modes():  # the real table, outside tracing
-                out = op(*args, **kwargs)
-            if out.numel() <= TABLE_LIMIT:
-                # made again under tracing from its values: a constant of the graph
-                return torch.tensor(out.tolist(), dtype=out.dtype, device=device)
-        return original(*args, **kwargs) if original is not None else NotImplemented
-    table.mtia_original = original  # type: ignore[attr-defined]
+        with _disable_current_modes():  # the real table, outside tracing
+            out = op(*args, **kwargs)
+        if out.numel() > TABLE_LIMIT:
+            return NotImplemented
+        # made again under tracing from its values: a constant of the graph
+        return torch.tensor(out.tolist(), dtype=out.dtype, device=kwargs.get("device") or "cpu")
     return table
 
 
 def install() -> None:
     import torch
-    from torch._inductor import decomposition as D
-    for op in (torch.ops.aten.tril_indices.default, torch.ops.aten.triu_indices.default):
-        current = D.decompositions.get(op)
-        if hasattr(current, "mtia_original"):
-            continue
-        _ORIGINAL[op] = current
-        D.decompositions[op] = _folded(op, current)
-    D.fast_random_decomps.cache_clear()
+
+    from backend.inductor_cpu.host_ops import install_decompositions
+    ops = (torch.ops.aten.tril_indices.default, torch.ops.aten.triu_indices.default)
+    install_decompositions({op: _folded(op) for op in ops}, _ORIGINAL, SWITCH)
 
 
 def uninstall() -> None:

@@ -49,8 +49,6 @@ DENSE_MIN_ELEMENTS = 256
 # most TABLE_MAX elements and the span's rows at most TABLE_REREAD times the tile's elements
 TABLE_MAX = 4096
 TABLE_REREAD = 4
-_ITEMSIZE = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
-             "f8E4M3FN": 1, "f8E5M2": 1}
 
 
 @dataclass(frozen=True)
@@ -961,9 +959,9 @@ class Structurer:
             return None
         # the tiles it adds (the span at the tile's rows, the index and its masked copy) take at
         # most half of local memory: the kernel's own tiles must still fit beside them
-        itemsize = _ITEMSIZE.get(op.results[0].type.elem, 4)
-        isize = _ITEMSIZE.get(info.resid[0][0].type.elem, 8)
-        added = math.prod(shape[:-1]) * span * itemsize + 2 * math.prod(shape) * isize
+        itype = info.resid[0][0].type.elem
+        added = (Type(op.results[0].type.elem, tuple(shape[:-1]) + (span,)).nbytes
+                 + 2 * Type(itype, tuple(shape)).nbytes)
         if added > self._local_bytes() // 2:
             return None
         box = self.box(mask) if mask is not None else None
@@ -990,7 +988,6 @@ class Structurer:
             ops.append(Op("tt.broadcast", [table], [wide], {}, [], op.loc))
             table = wide
         index = None
-        itype = info.resid[0][0].type.elem
         for v, _ in info.resid:  # the index tile: the sum of the addends, at the tile's shape
             if tuple(v.type.shape) != tuple(shape):
                 b = Value(Type(v.type.elem, tuple(shape)))
